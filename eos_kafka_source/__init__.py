@@ -1,0 +1,27 @@
+"""eoskafka: exactly-once Kafka for Spark Structured Streaming (Python Data Source API).
+
+>>> import eos_kafka_source                                  # doctest: +SKIP
+>>> eos_kafka_source.register(spark)
+>>> df = (spark.readStream.format("eoskafka")
+...       .option("kafka.bootstrap.servers", "host:9092")
+...       .option("subscribe", "events").load())
+
+With the package installed, ``format("eoskafka")`` also works without
+``register()`` (Spark finds ``pyspark_eoskafka.DefaultSource``). Importing this
+package does not import pyspark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "register"]
+
+
+def register(spark: Any) -> None:
+    """Register the ``eoskafka`` data source with ``spark`` (a SparkSession)."""
+    from .datasource import EosKafkaDataSource
+
+    spark.dataSource.register(EosKafkaDataSource)

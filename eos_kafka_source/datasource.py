@@ -1,0 +1,113 @@
+"""The ``eoskafka`` Spark data source: name, schema, and factories for readers and writers.
+
+Spark instantiates :class:`EosKafkaDataSource` with the user's options in a
+Python worker under the driver JVM and calls one factory there. Everything
+below the factories is plain Python (``source/`` and ``sink/``); this module
+only wires it to Spark.
+
+>>> df = (spark.readStream.format("eoskafka")                     # doctest: +SKIP
+...       .option("kafka.bootstrap.servers", "host:9092")
+...       .option("subscribe", "events")
+...       .load())
+>>> (df.writeStream.format("eoskafka")                            # doctest: +SKIP
+...    .option("kafka.bootstrap.servers", "host:9092").option("topic", "out")
+...    .option("checkpointLocation", "/chk").start())
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from .errors import ConfigError
+
+#: ``headers`` column type when ``includeHeaders=true`` (as in Spark's Kafka source).
+HEADERS_TYPE = ArrayType(
+    StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+)
+
+
+def kafka_schema(include_headers: bool) -> StructType:
+    """Spark's Kafka source schema, every column nullable as in Spark."""
+    fields = [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+    if include_headers:
+        fields.append(StructField("headers", HEADERS_TYPE))
+    return StructType(fields)
+
+
+class EosKafkaDataSource(DataSource):
+    """Kafka as a Spark source (batch and streaming) and exactly-once sink.
+
+    Source options follow Spark's Kafka source (``subscribe``/``subscribePattern``/
+    ``assign``, ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``,
+    ``failOnDataLoss``, ``includeHeaders``, ``kafka.*`` ...). Reads are
+    read_committed by default, decided from the transaction markers in the log.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "eoskafka"
+
+    def schema(self) -> StructType:
+        return kafka_schema(_include_headers(self.options))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from .options import SourceOptions
+        from .source.batch_reader import EosKafkaBatchReader
+
+        return EosKafkaBatchReader(SourceOptions.parse(self.options, streaming=False), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from .options import SourceOptions
+        from .source.stream_reader import EosKafkaStreamReader
+
+        return EosKafkaStreamReader(SourceOptions.parse(self.options, streaming=True), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from .sink.spark_writer import EosKafkaBatchWriter
+
+        if overwrite:
+            raise ConfigError(
+                "save mode 'overwrite' is not allowed for Kafka (records cannot be replaced); "
+                "write with .mode('append')"
+            )
+        return EosKafkaBatchWriter(dict(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from .sink.spark_writer import EosKafkaStreamWriter
+
+        return EosKafkaStreamWriter(dict(self.options), schema)
+
+
+def _include_headers(options: object) -> bool:
+    """``includeHeaders`` (case-insensitive key); full validation happens in the readers."""
+    for key, value in dict(options).items():  # type: ignore[call-overload]
+        if key.lower() == "includeheaders":
+            text = str(value).strip().lower()
+            if text not in ("true", "false"):
+                raise ConfigError(f"includeHeaders must be true or false, got {value!r}")
+            return text == "true"
+    return False

@@ -1,0 +1,181 @@
+"""Our exception hierarchy: one base, a stable condition name, and Kafka error codes.
+
+Every error a user can see derives from :class:`EosKafkaError`, carries a stable
+``condition`` (an upper-case name, like Spark's error classes but ours) and a
+message that names the problem and the fix. Kafka protocol error codes map to
+:class:`KafkaProtocolError` subclasses via :func:`for_code`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class EosKafkaError(Exception):
+    """Base of every error raised by eoskafka."""
+
+    condition: ClassVar[str] = "EOSKAFKA_ERROR"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"[{self.condition}] {message}")
+        self.message = message
+
+
+class ConfigError(EosKafkaError, ValueError):
+    """An option is unknown, malformed or conflicts with another."""
+
+    condition = "EOSKAFKA_INVALID_OPTION"
+
+
+class SchemaError(EosKafkaError, ValueError):
+    """Input columns of a write do not fit the sink."""
+
+    condition = "EOSKAFKA_INVALID_INPUT_SCHEMA"
+
+
+class BrokerUnreachableError(EosKafkaError):
+    """No broker answered within the deadline."""
+
+    condition = "EOSKAFKA_BROKER_UNREACHABLE"
+
+
+class ConnectionDroppedError(EosKafkaError):
+    """The broker closed the connection instead of answering a request."""
+
+    condition = "EOSKAFKA_CONNECTION_DROPPED"
+
+
+class TopicNotFoundError(EosKafkaError):
+    """A topic named by the user does not exist."""
+
+    condition = "EOSKAFKA_TOPIC_NOT_FOUND"
+
+
+class DataLossError(EosKafkaError):
+    """Offsets the query needs are gone (retention, deletion, truncation)."""
+
+    condition = "EOSKAFKA_DATA_LOSS"
+
+
+class RecordTooLargeError(EosKafkaError):
+    """A record does not fit the broker's or the topic's size limit."""
+
+    condition = "EOSKAFKA_RECORD_TOO_LARGE"
+
+
+class CorruptRecordError(EosKafkaError):
+    """A record batch failed its CRC or could not be parsed."""
+
+    condition = "EOSKAFKA_CORRUPT_RECORD"
+
+
+class TransactionLostError(EosKafkaError):
+    """A handed-off transaction can no longer be committed (fenced or expired)."""
+
+    condition = "EOSKAFKA_TRANSACTION_LOST"
+
+
+class IdPrefixClashError(EosKafkaError):
+    """Two queries would share one transactional-id prefix."""
+
+    condition = "EOSKAFKA_TRANSACTIONAL_ID_CLASH"
+
+
+class TimeoutError_(EosKafkaError):
+    """An operation did not finish within its deadline."""
+
+    condition = "EOSKAFKA_TIMEOUT"
+
+
+class KafkaProtocolError(EosKafkaError):
+    """A Kafka error code returned by a broker."""
+
+    condition = "EOSKAFKA_KAFKA_ERROR"
+    code: ClassVar[int] = -1
+    name: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
+    retriable: ClassVar[bool] = False
+
+    def __init__(self, context: str) -> None:
+        super().__init__(f"Kafka error {self.code} {self.name} on {context}")
+        self.context = context
+
+
+_BY_CODE: dict[int, type[KafkaProtocolError]] = {}
+
+
+def _define(code: int, name: str, retriable: bool) -> type[KafkaProtocolError]:
+    cls_name = "".join(part.title() for part in name.split("_")) + "Error"
+    attrs = {"code": code, "name": name, "retriable": retriable}
+    cls = type(cls_name, (KafkaProtocolError,), attrs)
+    _BY_CODE[code] = cls
+    globals()[cls_name] = cls
+    return cls
+
+
+# The codes eoskafka meets on the data and transaction paths (kafka/common/protocol/Errors.java).
+for _code, _name, _retriable in [
+    (-1, "UNKNOWN_SERVER_ERROR", False),
+    (1, "OFFSET_OUT_OF_RANGE", False),
+    (2, "CORRUPT_MESSAGE", True),
+    (3, "UNKNOWN_TOPIC_OR_PARTITION", True),
+    (5, "LEADER_NOT_AVAILABLE", True),
+    (6, "NOT_LEADER_OR_FOLLOWER", True),
+    (7, "REQUEST_TIMED_OUT", True),
+    (10, "MESSAGE_TOO_LARGE", False),
+    (13, "NETWORK_EXCEPTION", True),
+    (14, "COORDINATOR_LOAD_IN_PROGRESS", True),
+    (15, "COORDINATOR_NOT_AVAILABLE", True),
+    (16, "NOT_COORDINATOR", True),
+    (17, "INVALID_TOPIC_EXCEPTION", False),
+    (18, "RECORD_LIST_TOO_LARGE", False),
+    (19, "NOT_ENOUGH_REPLICAS", True),
+    (20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", True),
+    (22, "ILLEGAL_GENERATION", False),
+    (25, "UNKNOWN_MEMBER_ID", False),
+    (29, "TOPIC_AUTHORIZATION_FAILED", False),
+    (30, "GROUP_AUTHORIZATION_FAILED", False),
+    (31, "CLUSTER_AUTHORIZATION_FAILED", False),
+    (35, "UNSUPPORTED_VERSION", False),
+    (36, "TOPIC_ALREADY_EXISTS", False),
+    (37, "INVALID_PARTITIONS", False),
+    (41, "NOT_CONTROLLER", True),
+    (45, "OUT_OF_ORDER_SEQUENCE_NUMBER", False),
+    (46, "DUPLICATE_SEQUENCE_NUMBER", False),
+    (47, "INVALID_PRODUCER_EPOCH", False),
+    (48, "INVALID_TXN_STATE", False),
+    (49, "INVALID_PRODUCER_ID_MAPPING", False),
+    (50, "INVALID_TRANSACTION_TIMEOUT", False),
+    (51, "CONCURRENT_TRANSACTIONS", True),
+    (52, "TRANSACTION_COORDINATOR_FENCED", False),
+    (53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False),
+    (58, "SASL_AUTHENTICATION_FAILED", False),
+    (59, "UNKNOWN_PRODUCER_ID", False),
+    (74, "FENCED_LEADER_EPOCH", True),
+    (75, "UNKNOWN_LEADER_EPOCH", True),
+    (87, "INVALID_RECORD", False),
+    (89, "THROTTLING_QUOTA_EXCEEDED", True),
+    (90, "PRODUCER_FENCED", False),
+    (100, "UNKNOWN_TOPIC_ID", True),
+]:
+    _define(_code, _name, _retriable)
+
+#: Codes that mean "this producer epoch is no longer the current one".
+FENCING_CODES = frozenset({47, 49, 59, 90})
+
+
+def for_code(code: int) -> type[KafkaProtocolError]:
+    """The exception class for a Kafka error code (a generic one for unknown codes)."""
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        cls = type(
+            f"KafkaError{code}",
+            (KafkaProtocolError,),
+            {"code": code, "name": f"ERROR_{code}", "retriable": False},
+        )
+    return cls
+
+
+def raise_for_code(code: int, context: str) -> None:
+    """Raise the mapped exception when ``code`` is not 0 (NONE)."""
+    if code:
+        raise for_code(code)(context)

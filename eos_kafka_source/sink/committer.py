@@ -1,0 +1,68 @@
+"""Finishes hand-offs: EndTxn commit or abort for many transactions at once.
+
+Outcomes are sorted into done, lost (fenced, expired, unknown: the transaction
+can no longer be committed) and unknown (the broker kept dropping the
+connection); the caller decides what each means for the batch.
+Runs on: the driver (commit/abort workers and the planning worker's recovery).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from ..errors import ConnectionDroppedError
+from ..faults import fault_point
+from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators
+from .handoff import TxnHandoff
+
+log = logging.getLogger(__name__)
+
+_DROP_RETRIES = 3
+
+
+@dataclass
+class FinishReport:
+    done: list[TxnHandoff] = field(default_factory=list)
+    lost: list[tuple[TxnHandoff, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.lost
+
+    def describe_lost(self) -> list[str]:
+        return [f"{h.describe()}: {reason}" for h, reason in self.lost]
+
+
+def finish(wire: KafkaWire, handoffs: list[TxnHandoff], *, commit: bool) -> FinishReport:
+    """EndTxn(commit or abort) every open hand-off; retries dropped connections.
+
+    Repeating an EndTxn with the same outcome is harmless (Kafka and Tansu
+    accept it), which is what makes roll-forward and double commit safe.
+    """
+    started = time.perf_counter()
+    report = FinishReport()
+    pending = [h for h in handoffs if h.open]
+    for attempt in range(_DROP_RETRIES + 1):
+        if not pending:
+            break
+        coordinators = find_coordinators(wire, [h.transactional_id for h in pending])
+        txns = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch)) for h in pending]
+        fault_point("commit.before_endtxn" if commit else "abort.before_endtxn")
+        outcomes = end_txns(wire, coordinators, txns, commit)
+        retry = []
+        for handoff, outcome in zip(pending, outcomes, strict=True):
+            if outcome.ok:
+                report.done.append(handoff)
+            elif isinstance(outcome.error, ConnectionDroppedError) and attempt < _DROP_RETRIES:
+                retry.append(handoff)
+            else:
+                report.lost.append((handoff, str(outcome.error)))
+        if retry:
+            wire.close()  # reconnect: the drop may have been the network, not a fence
+            time.sleep(0.05 * (attempt + 1))
+        pending = retry
+    report.seconds = time.perf_counter() - started
+    return report

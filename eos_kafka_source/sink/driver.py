@@ -1,0 +1,205 @@
+"""The driver's side of the exactly-once protocol, as plain Python (no Spark).
+
+Spark calls ``streamWriter()`` in two driver-side places (DESIGN.md section 3):
+the planning worker before a batch's tasks start, and a fresh commit/abort
+worker. ``prepare()`` belongs to the first only: it rolls decided batches
+forward (invariant 2) and fences the pool when the last batch did not end
+cleanly or this is a new run (invariant 5). ``commit()`` and ``abort()`` run
+in the second and never fence ids of transactions about to be committed.
+
+>>> protocol = DriverProtocol(options, wire_factory)      # doctest: +SKIP
+>>> protocol.commit(batch_id=7, handoffs=[...])           # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from ..errors import TransactionLostError
+from ..faults import fault_point
+from ..wire import KafkaWire
+from .committer import FinishReport, finish
+from .decision_log import DecisionLog, PoolState
+from .fencing import fence, probe_beyond
+from .handoff import TxnHandoff
+from .naming import TransactionalIdFactory
+
+log = logging.getLogger(__name__)
+
+
+class DriverProtocol:
+    """Recovery, commit, abort and fencing for one query's sink."""
+
+    def __init__(
+        self,
+        ids: TransactionalIdFactory,
+        decisions: DecisionLog | None,
+        wire_factory: Callable[[], KafkaWire],
+        *,
+        owner: str,
+        transaction_timeout_ms: int,
+    ) -> None:
+        self.ids = ids
+        self.decisions = decisions
+        self.wire_factory = wire_factory
+        self.owner = owner
+        self.timeout_ms = transaction_timeout_ms
+        self.last_report: FinishReport | None = None
+
+    # -- planning worker -----------------------------------------------------------------------
+
+    def prepare(self, *, new_run: bool) -> None:
+        """Before any task of the next (or replayed) batch: roll forward, then fence if needed."""
+        if self.decisions is None:
+            return
+        with self.wire_factory() as wire:
+            for decision in self.decisions.undone():
+                self._roll_forward(wire, decision.batch_id, list(decision.handoffs))
+            pool = self.decisions.pool()
+            if new_run or pool.size == 0 or not pool.clean:
+                self._fence_pool(wire, pool, probe=True)
+
+    def _roll_forward(self, wire: KafkaWire, batch_id: int, handoffs: list[TxnHandoff]) -> None:
+        assert self.decisions is not None
+        report = finish(wire, handoffs, commit=True)
+        lost = report.describe_lost()
+        self.decisions.mark_done(batch_id, lost)
+        log.warning("eoskafka: rolled batch %s forward: %d transactions committed, %d lost",
+                    batch_id, len(report.done), len(report.lost))
+        if lost:
+            raise TransactionLostError(
+                f"batch {batch_id} was decided but {len(lost)} of its transactions could not be "
+                "committed when the restarted driver rolled it forward; their records are lost: "
+                + "; ".join(lost)
+                + ". The driver was probably down longer than kafka.transaction.timeout.ms"
+            )
+
+    def _fence_pool(self, wire: KafkaWire, pool: PoolState, *, probe: bool,
+                    keep: frozenset[str] = frozenset()) -> None:
+        ids = [tid for tid in self.ids.pool(pool.size) if tid not in keep]
+        epochs = fence(wire, ids, self.timeout_ms)
+        size = pool.size
+        if probe:
+            size, more = probe_beyond(wire, self.ids.for_task, pool.size, self.timeout_ms)
+            epochs.update(more)
+            size = max(size, pool.size)
+        pool.fenced_epochs.update(epochs)
+        pool.size = size
+        pool.prefix, pool.owner = self.ids.prefix, self.owner
+        pool.clean = True
+        assert self.decisions is not None
+        self.decisions.save_pool(pool)
+
+    # -- commit worker -------------------------------------------------------------------------
+
+    def commit(self, batch_id: int | None, handoffs: list[TxnHandoff], tasks: int) -> FinishReport:
+        """Durable decision, EndTxn commit for all, mark done (invariants 1, 3, 4)."""
+        started = time.perf_counter()
+        self._refuse_foreign(handoffs)
+        with self.wire_factory() as wire:
+            if self.decisions is not None and batch_id is not None:
+                previous = self.decisions.get(batch_id)
+                if previous is not None:
+                    return self._replayed(wire, batch_id, previous.done, list(previous.handoffs),
+                                          handoffs)
+                pool = self.decisions.pool()
+                self._refuse_superseded(handoffs, pool)
+                self.decisions.decide(batch_id, [h for h in handoffs if h.open])
+            fault_point("commit.after_decision")
+            report = finish(wire, handoffs, commit=True)
+            if report.lost:
+                self._after_loss(batch_id, report)
+            if self.decisions is not None and batch_id is not None:
+                fault_point("commit.before_done")
+                self.decisions.mark_done(batch_id)
+                self._after_commit(wire, tasks)
+                self.decisions.prune()
+        report.seconds = time.perf_counter() - started
+        self.last_report = report
+        return report
+
+    def _replayed(self, wire: KafkaWire, batch_id: int, done: bool,
+                  decided: list[TxnHandoff], fresh: list[TxnHandoff]) -> FinishReport:
+        """A batch id seen before: finish the recorded decision, abort the new attempt's work."""
+        if not done:
+            self._roll_forward(wire, batch_id, decided)
+        decided_ids = {(h.transactional_id, h.epoch) for h in decided}
+        duplicates = [h for h in fresh if (h.transactional_id, h.epoch) not in decided_ids]
+        finish(wire, duplicates, commit=False)
+        log.warning("eoskafka: batch %s was already committed; aborted %d replayed transactions",
+                    batch_id, len(duplicates))
+        return FinishReport(done=[], lost=[])
+
+    def _after_loss(self, batch_id: int | None, report: FinishReport) -> None:
+        lost = report.describe_lost()
+        if self.decisions is not None and batch_id is not None:
+            if not report.done:
+                self.decisions.void(batch_id)  # nothing committed: Spark can replay the batch
+                raise TransactionLostError(
+                    f"batch {batch_id}: no transaction could be committed (fenced or expired), "
+                    "nothing was written; the batch fails and will be replayed on restart: "
+                    + "; ".join(lost)
+                )
+            self.decisions.mark_done(batch_id, lost)
+        raise TransactionLostError(
+            f"batch {batch_id}: {len(lost)} transactions could not be committed after "
+            f"{len(report.done)} others were; their records are LOST: " + "; ".join(lost)
+        )
+
+    def _after_commit(self, wire: KafkaWire, tasks: int) -> None:
+        """Fence ids this batch did not use (left by a bigger, failed batch); grow the pool."""
+        assert self.decisions is not None
+        pool = self.decisions.pool()
+        if tasks < pool.size:
+            stale = [self.ids.for_task(p) for p in range(tasks, pool.size)]
+            pool.fenced_epochs.update(fence(wire, stale, self.timeout_ms))
+        if tasks > pool.size or tasks < pool.size:
+            pool.size = max(pool.size, tasks)
+            pool.prefix, pool.owner = self.ids.prefix, self.owner
+            self.decisions.save_pool(pool)
+
+    def _refuse_foreign(self, handoffs: list[TxnHandoff]) -> None:
+        foreign = [h for h in handoffs if self.ids.task_of(h.transactional_id) is None]
+        if foreign:
+            raise TransactionLostError(
+                "refusing hand-offs that do not belong to this query's id prefix "
+                f"{self.ids.prefix!r}: " + "; ".join(h.describe() for h in foreign)
+            )
+
+    def _refuse_superseded(self, handoffs: list[TxnHandoff], pool: PoolState) -> None:
+        stale = [h for h in handoffs
+                 if h.open and h.epoch <= pool.fenced_epochs.get(h.transactional_id, -1)]
+        if stale:
+            raise TransactionLostError(
+                "refusing hand-offs whose epoch the driver has already fenced (a zombie "
+                "attempt's message): " + "; ".join(h.describe() for h in stale)
+            )
+
+    # -- abort ---------------------------------------------------------------------------------
+
+    def abort(self, batch_id: int | None, handoffs: list[TxnHandoff], tasks: int) -> None:
+        """Abort a batch's transactions; tolerate a batch that was already (being) committed."""
+        with self.wire_factory() as wire:
+            decided: set[str] = set()
+            if self.decisions is not None and batch_id is not None:
+                previous = self.decisions.get(batch_id)
+                if previous is not None:
+                    # commit() raised after the decision: the decision stands, roll forward.
+                    if not previous.done:
+                        self._roll_forward(wire, batch_id, list(previous.handoffs))
+                    decided = {h.transactional_id for h in previous.handoffs}
+            finish(wire, [h for h in handoffs if h.transactional_id not in decided], commit=False)
+            if self.decisions is not None:
+                pool = self.decisions.pool()
+                pool.size = max(pool.size, tasks)
+                # Failed or stopped tasks (None messages) may hold open transactions.
+                self._fence_pool(wire, pool, probe=False, keep=frozenset(decided))
+                pool = self.decisions.pool()
+                pool.clean = False
+                self.decisions.save_pool(pool)
+            else:
+                ids = [self.ids.for_task(p) for p in range(tasks)]
+                fence(wire, [i for i in ids if i not in decided], self.timeout_ms)
+

@@ -1,0 +1,54 @@
+"""Closing lingering transactions: fence transactional ids by re-initialising them.
+
+InitProducerId on an id bumps its epoch, aborts the transaction it held open
+and fences any zombie still using it. Only safe when no transaction on those
+ids is waiting to be committed: the driver calls it after recovery in the
+planning worker, for unused ids after a commit, and after an abort.
+Runs on: the driver.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..wire import KafkaWire, find_coordinators, init_producer_ids
+
+log = logging.getLogger(__name__)
+
+
+def fence(wire: KafkaWire, transactional_ids: list[str], timeout_ms: int) -> dict[str, int]:
+    """Fence ``transactional_ids``; returns the new epoch of each (0 for a never-used id)."""
+    if not transactional_ids:
+        return {}
+    coordinators = find_coordinators(wire, transactional_ids)
+    by_node: dict[int, list[str]] = {}
+    for tid in transactional_ids:
+        by_node.setdefault(coordinators[tid], []).append(tid)
+    epochs: dict[str, int] = {}
+    for node, ids in by_node.items():
+        for tid, who in init_producer_ids(wire, node, ids, timeout_ms).items():
+            epochs[tid] = who.epoch
+    log.info("eoskafka: fenced %d transactional ids", len(epochs))
+    return epochs
+
+
+def probe_beyond(
+    wire: KafkaWire, make_id, start: int, timeout_ms: int, *, window: int = 4
+) -> tuple[int, dict[str, int]]:
+    """Fence ids ``make_id(start)``, ``make_id(start+1)``… until ``window`` in a row were unused.
+
+    A never-used id comes back at epoch 0; a used one at a higher epoch. Finds
+    ids a killed batch with more tasks than the recorded pool may have left open.
+    Returns (first index past the last used id, epochs).
+    """
+    epochs: dict[str, int] = {}
+    index, end = start, start
+    while index < end + window:
+        ids = [make_id(i) for i in range(index, end + window)]
+        got = fence(wire, ids, timeout_ms)
+        epochs.update(got)
+        for i in range(index, end + window):
+            if got[make_id(i)] > 0:
+                end = i + 1
+        index += len(ids)
+    return end, epochs

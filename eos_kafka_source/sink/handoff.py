@@ -1,0 +1,63 @@
+"""The hand-off: what a task gives the driver so the driver can finish its transaction.
+
+Runs on: created on an executor by ``write()``, pickled to the driver, read by
+``commit()``/``abort()`` in another process, and stored as JSON in the decision
+log. Must stay picklable and JSON-able: plain values only, never a secret.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pyspark.sql.datasource import WriterCommitMessage
+
+
+@dataclass(frozen=True)
+class TxnHandoff(WriterCommitMessage):
+    """One task attempt's open transaction (or, with ``open=False``, the lack of one)."""
+
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    #: Transaction protocol generation used end to end (see wire.txn.TXN_PROTOCOL).
+    txn_protocol: int
+    #: True when the task added partitions, so there is a transaction to end.
+    open: bool
+    #: ((topic, partition, records), ...) written inside the transaction.
+    partitions: tuple[tuple[str, int, int], ...] = ()
+    records: int = 0
+    bytes: int = 0
+    task_partition: int = -1
+    attempt: int = 0
+    task_attempt_id: int = -1
+    batch_id: int | None = None
+    #: Which query (checkpoint fingerprint) produced it; a hand-off from another query is refused.
+    owner: str = ""
+    #: Set by the at-least-once mode: the records are already visible, nothing to commit.
+    delivery: str = "exactly_once"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        parts = ", ".join(f"{t}-{p}: {n}" for t, p, n in self.partitions) or "no partitions"
+        return (
+            f"transaction {self.transactional_id} (producer {self.producer_id}, epoch "
+            f"{self.epoch}) of task {self.task_partition} attempt {self.attempt}: "
+            f"{self.records} records [{parts}]"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["partitions"] = [list(p) for p in self.partitions]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TxnHandoff:
+        data = dict(data)
+        data["partitions"] = tuple(tuple(p) for p in data.get("partitions", ()))
+        return cls(**data)
+
+
+def handoffs_of(messages: list[Any] | None) -> list[TxnHandoff]:
+    """The hand-offs among Spark's commit messages (None entries are failed or stopped tasks)."""
+    return [m for m in (messages or []) if isinstance(m, TxnHandoff)]

@@ -1,0 +1,194 @@
+"""The Spark-facing sink: thin writer classes over TaskWriter and DriverProtocol.
+
+>>> (df.selectExpr("CAST(id AS STRING) AS value")          # doctest: +SKIP
+...    .writeStream.format("eoskafka")
+...    .option("kafka.bootstrap.servers", "localhost:9092")
+...    .option("topic", "out")
+...    .option("checkpointLocation", "/tmp/ckpt")
+...    .start())
+
+Where each hook runs (DESIGN.md section 3): ``__init__`` on the driver, in the
+planning worker (before each batch) and again in the commit/abort worker;
+``write`` on executors, on a pickled copy; ``commit``/``abort`` in the commit
+worker. The writer pickles only plain values (options, schema, prefix).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter
+from pyspark.sql.types import StructType
+
+from ..options import SinkOptions
+from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator
+from . import columns
+from .decision_log import DecisionLog
+from .driver import DriverProtocol
+from .handoff import TxnHandoff, handoffs_of
+from .naming import TransactionalIdFactory, default_prefix, fingerprint
+from .task_writer import TaskWriter
+
+try:  # pyspark >= 4.1
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamArrowBase
+
+    _STREAM_BASES: tuple[type, ...] = (_StreamArrowBase,)
+except ImportError:  # 4.0: deriving from both gets Arrow batches too
+    _STREAM_BASES = (DataSourceArrowWriter, DataSourceStreamWriter)
+
+log = logging.getLogger("eos_kafka_source.sink")
+
+#: Prefixes whose pool this process has fenced since it started (see DriverProtocol.prepare).
+_PREPARED_IN_PROCESS: set[str] = set()
+
+
+def _in_commit_worker() -> bool:
+    """True inside Spark's streaming commit/abort worker, False in the planning worker."""
+    return any(
+        frame.frame.f_globals.get("__name__", "").endswith("python_streaming_sink_runner")
+        for frame in inspect.stack(0)
+    )
+
+
+class _Writer:
+    """What batch and streaming writers share: options, ids, task side."""
+
+    def __init__(self, options: dict[str, str], schema: StructType, *, streaming: bool) -> None:
+        self.options = dict(options)
+        self.sink = SinkOptions.parse(self.options)
+        columns.validate(schema, self.sink.topic)
+        self.exactly_once = self.sink.delivery == "exactly_once"
+        location = self.sink.checkpoint_location
+        if streaming and self.exactly_once and location is None:
+            from ..errors import ConfigError
+
+            raise ConfigError(
+                "the exactly-once sink needs a checkpointLocation (or decisionLogLocation) "
+                "for its decision log; set option('checkpointLocation', ...)"
+            )
+        self.owner = fingerprint(location) if location else uuid.uuid4().hex[:16]
+        self.prefix = self.sink.transactional_id_prefix or (
+            default_prefix(location) if location else f"eoskafka-batch-{self.owner}"
+        )
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _wire(self) -> KafkaWire:
+        return KafkaWire(self.sink.client)
+
+    def _protocol(self) -> DriverProtocol:
+        location = self.sink.checkpoint_location
+        return DriverProtocol(
+            TransactionalIdFactory(self.prefix),
+            DecisionLog(location) if location else None,
+            self._wire,
+            owner=self.owner,
+            transaction_timeout_ms=self.sink.transaction_timeout_ms,
+        )
+
+    # -- executor --------------------------------------------------------------------------
+
+    def _write(self, iterator: Iterator[pa.RecordBatch]) -> TxnHandoff:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        task = ctx.partitionId() if ctx else 0
+        batch = ctx.getLocalProperty("streaming.sql.batchId") if ctx else None
+        context = {
+            "task_partition": task,
+            "attempt": ctx.attemptNumber() if ctx else 0,
+            "task_attempt_id": ctx.taskAttemptId() if ctx else -1,
+            "batch_id": int(batch) if batch is not None else None,
+            "owner": self.owner,
+        }
+        tid = TransactionalIdFactory(self.prefix).for_task(task) if self.exactly_once else None
+        with self._wire() as wire:
+            writer = TaskWriter(
+                wire, transactional_id=tid, topic=self.sink.topic,
+                transaction_timeout_ms=self.sink.transaction_timeout_ms,
+                batch_records=self.sink.linger_records, context=context,
+            )
+            writer.open()
+            try:
+                writer.write_batches(iterator)
+                handoff = writer.handoff()
+            except BaseException:
+                _abort_own(wire, writer)
+                raise
+        log.info("eoskafka: task %s wrote %s", task, handoff.describe())
+        return handoff
+
+    # -- driver ----------------------------------------------------------------------------
+
+    def _commit(self, messages: list[Any], batch_id: int | None) -> None:
+        handoffs = handoffs_of(messages)
+        if not self.exactly_once:
+            return  # at-least-once: records were visible as soon as they were written
+        report = self._protocol().commit(batch_id, handoffs, tasks=len(messages))
+        log.info(
+            "eoskafka: batch %s committed %d transactions, %d records, %d bytes in %.1f ms",
+            batch_id, len(report.done), sum(h.records for h in report.done),
+            sum(h.bytes for h in report.done), report.seconds * 1000,
+        )
+
+    def _abort(self, messages: list[Any], batch_id: int | None) -> None:
+        if not self.exactly_once:
+            return
+        handoffs = handoffs_of(messages)
+        self._protocol().abort(batch_id, handoffs, tasks=len(messages))
+        log.warning("eoskafka: batch %s aborted (%d hand-offs, %d tasks)",
+                    batch_id, len(handoffs), len(messages))
+
+
+def _abort_own(wire: KafkaWire, writer: TaskWriter) -> None:
+    """A failing task aborts its own transaction, so nothing is left open (best effort)."""
+    if writer.transactional_id is None or writer.producer is None:
+        return
+    try:
+        node = writer.coordinator or find_coordinator(wire, writer.transactional_id)
+        who = ProducerIdentity(writer.producer.producer_id, writer.producer.epoch)
+        end_txns(wire, {writer.transactional_id: node}, [(writer.transactional_id, who)], False,
+                 deadline_s=5)
+    except Exception:  # the driver fences it at the latest by the next batch
+        log.warning("eoskafka: could not abort the failed task's transaction", exc_info=True)
+
+
+class EosKafkaStreamWriter(_Writer, *_STREAM_BASES):  # type: ignore[misc]
+    """Streaming sink: one Kafka transaction per task, committed by the driver per batch."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        super().__init__(options, schema, streaming=True)
+        if self.exactly_once and not _in_commit_worker():
+            new_run = self.prefix not in _PREPARED_IN_PROCESS
+            self._protocol().prepare(new_run=new_run)
+            _PREPARED_IN_PROCESS.add(self.prefix)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TxnHandoff:  # type: ignore[override]
+        return self._write(iterator)
+
+    def commit(self, messages: list[Any], batchId: int) -> None:  # noqa: N803 (Spark's name)
+        self._commit(messages, batchId)
+
+    def abort(self, messages: list[Any], batchId: int) -> None:  # noqa: N803
+        self._abort(messages, batchId)
+
+
+class EosKafkaBatchWriter(_Writer, DataSourceArrowWriter):
+    """Batch sink (``df.write.mode("append")``): every row visible, or none."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        super().__init__(options, schema, streaming=False)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TxnHandoff:  # type: ignore[override]
+        return self._write(iterator)
+
+    def commit(self, messages: list[Any]) -> None:  # type: ignore[override]
+        self._commit(messages, None)
+
+    def abort(self, messages: list[Any]) -> None:  # type: ignore[override]
+        self._abort(messages, None)

@@ -1,0 +1,218 @@
+"""The task side: write a task's rows inside one Kafka transaction and hand it over.
+
+Runs on: an executor, inside ``write()``. The task initialises its
+transactional id (fencing earlier attempts of the same task), registers each
+partition with the transaction before producing to it, sends idempotent
+batches (sequence numbers per partition) pipelined to the leaders, flushes,
+and does NOT commit: it returns a :class:`TxnHandoff` for the driver.
+With ``delivery.guarantee=at_least_once`` it writes plain idempotent batches
+that are visible at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+from kafka.partitioner.default import murmur2
+
+from ..errors import RecordTooLargeError, TopicNotFoundError, for_code
+from ..faults import fault_point
+from ..records import encode_batch
+from ..wire import (
+    TXN_PROTOCOL,
+    KafkaWire,
+    ProducerIdentity,
+    TopicInfo,
+    add_partitions_to_txn,
+    find_coordinator,
+    init_idempotent,
+    init_producer_ids,
+    produce_errors,
+    produce_request,
+    require_topics,
+)
+from .columns import unpack
+from .handoff import TxnHandoff
+
+TopicPartition = tuple[str, int]
+_MAX_IN_FLIGHT = 5  # per leader; the idempotent producer's ordering limit
+_DUPLICATE_SEQUENCE = 46
+
+
+class TaskWriter:
+    """One task attempt's producer. Use: ``open()``, ``write_batch()``…, ``handoff()``."""
+
+    def __init__(
+        self,
+        wire: KafkaWire,
+        *,
+        transactional_id: str | None,
+        topic: str | None,
+        transaction_timeout_ms: int,
+        batch_records: int,
+        context: dict[str, Any],
+    ) -> None:
+        self.wire = wire
+        self.transactional_id = transactional_id
+        self.topic = topic
+        self.timeout_ms = transaction_timeout_ms
+        self.batch_records = batch_records
+        self.context = context
+        self.producer: ProducerIdentity | None = None
+        self.coordinator: int | None = None
+        self._topics: dict[str, TopicInfo] = {}
+        self._in_txn: set[TopicPartition] = set()
+        self._sequence: dict[TopicPartition, int] = {}
+        self._counts: dict[TopicPartition, int] = {}
+        self._buffers: dict[TopicPartition, list[tuple[Any, Any, Any, Any]]] = {}
+        self._in_flight: dict[int, list[tuple[Any, dict[TopicPartition, int]]]] = {}
+        self._round_robin = itertools.count(context.get("task_partition", 0))
+        self.bytes = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def open(self) -> None:
+        if self.transactional_id is None:
+            self.producer = init_idempotent(self.wire)
+            return
+        self.coordinator = find_coordinator(self.wire, self.transactional_id)
+        self.producer = init_producer_ids(
+            self.wire, self.coordinator, [self.transactional_id], self.timeout_ms
+        )[self.transactional_id]
+
+    def write_batches(self, batches: Iterable[pa.RecordBatch]) -> None:
+        for batch in batches:
+            self.write_batch(batch)
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        rows = unpack(batch)
+        now = int(time.time() * 1000)
+        for i in range(len(rows)):
+            topic = self.topic or (rows.topics[i] if rows.topics else None)
+            if not topic:
+                raise TopicNotFoundError(
+                    "a row has a null 'topic' and no 'topic' option is set; set the option "
+                    "or fill the column"
+                )
+            key = rows.keys[i] if rows.keys else None
+            partition = rows.partitions[i] if rows.partitions else None
+            tp = (topic, self._partition_for(topic, key, partition))
+            ts = rows.timestamps_ms[i] if rows.timestamps_ms else None
+            buf = self._buffers.setdefault(tp, [])
+            buf.append((key, rows.values[i], now if ts is None else ts,
+                        rows.headers[i] if rows.headers else None))
+            if len(buf) >= self.batch_records:
+                self._send({tp: self._buffers.pop(tp)})
+
+    def flush(self) -> None:
+        buffers, self._buffers = self._buffers, {}
+        if buffers:
+            self._send(buffers)
+        for node in list(self._in_flight):
+            self._drain(node, 0)
+        fault_point("write.after_flush", task=self.context.get("task_partition"))
+
+    def handoff(self) -> TxnHandoff:
+        self.flush()
+        assert self.producer is not None
+        partitions = tuple(sorted((t, p, n) for (t, p), n in self._counts.items()))
+        return TxnHandoff(
+            transactional_id=self.transactional_id or "",
+            producer_id=self.producer.producer_id,
+            epoch=self.producer.epoch,
+            txn_protocol=TXN_PROTOCOL,
+            open=bool(self._in_txn),
+            partitions=partitions,
+            records=sum(self._counts.values()),
+            bytes=self.bytes,
+            task_partition=self.context.get("task_partition", -1),
+            attempt=self.context.get("attempt", 0),
+            task_attempt_id=self.context.get("task_attempt_id", -1),
+            batch_id=self.context.get("batch_id"),
+            owner=self.context.get("owner", ""),
+            delivery="exactly_once" if self.transactional_id else "at_least_once",
+        )
+
+    # -- partitioning ----------------------------------------------------------------------
+
+    def _info(self, topic: str) -> TopicInfo:
+        info = self._topics.get(topic)
+        if info is None:
+            info = require_topics(self.wire, [topic])[topic]
+            self._topics[topic] = info
+        return info
+
+    def _partition_for(self, topic: str, key: bytes | None, partition: int | None) -> int:
+        info = self._info(topic)
+        count = len(info.leaders)
+        if partition is not None:
+            if not 0 <= partition < count:
+                raise TopicNotFoundError(
+                    f"row asks for partition {partition} of topic {topic}, which has {count} "
+                    f"partitions (0..{count - 1})"
+                )
+            return partition
+        if key is not None:
+            # Kafka's default partitioner, so keys land where the Java client puts them.
+            return (murmur2(key) & 0x7FFFFFFF) % count
+        return next(self._round_robin) % count
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def _send(self, buffers: dict[TopicPartition, list[tuple[Any, Any, Any, Any]]]) -> None:
+        assert self.producer is not None
+        new = [tp for tp in buffers if tp not in self._in_txn]
+        if new and self.transactional_id is not None:
+            assert self.coordinator is not None
+            add_partitions_to_txn(self.wire, self.coordinator, self.transactional_id, self.producer, new)
+        self._in_txn.update(new)
+        by_leader: dict[int, dict[TopicPartition, bytes]] = {}
+        counts: dict[TopicPartition, int] = {}
+        for tp, rows in buffers.items():
+            keys, values, stamps, headers = zip(*rows, strict=True)
+            has_headers = any(h for h in headers)
+            seq = self._sequence.get(tp, 0)
+            batch = encode_batch(
+                keys, values, list(stamps), list(h or [] for h in headers) if has_headers else None,
+                producer_id=self.producer.producer_id, producer_epoch=self.producer.epoch,
+                base_sequence=seq, transactional=self.transactional_id is not None,
+            )
+            self._sequence[tp] = (seq + len(rows)) & 0x7FFFFFFF
+            self.bytes += len(batch)
+            leader = self._info(tp[0]).leaders[tp[1]]
+            by_leader.setdefault(leader, {})[tp] = batch
+            counts[tp] = len(rows)
+        for leader, batches in by_leader.items():
+            self._drain(leader, _MAX_IN_FLIGHT - 1)
+            request = produce_request(self.wire, self.transactional_id, batches, 30000)
+            sent = self.wire.send(leader, request, f"Produce {self._what()}")
+            self._in_flight.setdefault(leader, []).append(
+                (sent, {tp: counts[tp] for tp in batches})
+            )
+
+    def _drain(self, leader: int, keep: int) -> None:
+        queue = self._in_flight.get(leader, [])
+        while len(queue) > keep:
+            sent, counts = queue.pop(0)
+            response = self.wire.wait([sent], f"Produce {self._what()}")[0]
+            errors = produce_errors(response)
+            for tp, (code, message) in errors.items():
+                if code == _DUPLICATE_SEQUENCE:
+                    continue  # already appended: idempotence did its job
+                if code in (10, 18):
+                    raise RecordTooLargeError(
+                        f"{tp[0]}-{tp[1]}: a batch of {counts[tp]} records was rejected as too "
+                        "large; lower producer.batchRecords or raise the topic's "
+                        "max.message.bytes (a single record must fit on its own)"
+                    )
+                raise for_code(code)(f"Produce to {tp[0]}-{tp[1]} by {self._what()}"
+                                     + (f": {message}" if message else ""))
+            for tp, n in counts.items():
+                self._counts[tp] = self._counts.get(tp, 0) + n
+
+    def _what(self) -> str:
+        return self.transactional_id or "idempotent producer"

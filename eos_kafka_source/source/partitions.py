@@ -1,0 +1,40 @@
+"""The input partition: one offset range of one Kafka partition, and how to read it.
+
+Created on the driver by the planner, pickled by Spark and unpickled on an
+executor, where :func:`~eos_kafka_source.source.partition_reader.read_partition`
+reads it. It must stay picklable: plain values only (the client settings are a
+frozen :class:`~eos_kafka_source.client_config.ClientConfig`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import InputPartition
+
+from ..client_config import ClientConfig
+
+
+@dataclass(frozen=True)
+class KafkaInputPartition(InputPartition):
+    """Offsets ``[start, end)`` of ``topic``-``partition`` plus what the executor needs.
+
+    >>> KafkaInputPartition("t", 0, 10, 20, ClientConfig(("h:9092",)))  # doctest: +ELLIPSIS
+    KafkaInputPartition(topic='t', partition=0, start=10, end=20, ...)
+    """
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    client: ClientConfig
+    read_committed: bool = True
+    include_headers: bool = False
+    fetch_max_bytes: int = 8 << 20
+    poll_timeout_ms: int = 120_000
+    fail_on_data_loss: bool = True
+
+    @property
+    def size(self) -> int:
+        """Offsets in the range (markers and aborted records included)."""
+        return self.end - self.start

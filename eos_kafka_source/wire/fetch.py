@@ -1,0 +1,257 @@
+"""Raw Fetch: partition bounds (log start, high watermark, LSO) and batch cursors.
+
+Offsets are planned from Fetch, never from ListOffsets latest (wrong on Tansu,
+DESIGN.md section 1). Fetches always use read_uncommitted isolation: the reader
+resolves transactions itself from control markers, which may lie past the LSO.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
+
+from ..errors import CorruptRecordError, DataLossError, TimeoutError_, for_code
+from ..records import BatchHeader, iter_batches
+from .cluster import TopicPartition
+from .connection import KafkaWire
+
+READ_UNCOMMITTED = 0
+_OFFSET_OUT_OF_RANGE = 1
+_EARLIEST = -2
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a Fetch response tells about a partition."""
+
+    log_start: int
+    high_watermark: int
+    last_stable: int
+
+    def latest(self, read_committed: bool) -> int:
+        return self.last_stable if read_committed else self.high_watermark
+
+
+@dataclass
+class Chunk:
+    """One partition's part of a Fetch response."""
+
+    error_code: int
+    bounds: Bounds
+    records: bytes
+    aborted: list[tuple[int, int]] = field(default_factory=list)  # (producer id, first offset)
+
+
+def _fetch_request(
+    version: int,
+    wants: Mapping[TopicPartition, int],
+    max_bytes: int,
+    max_wait_ms: int,
+) -> FetchRequest:
+    by_topic: dict[str, list[FetchRequest.FetchTopic.FetchPartition]] = {}
+    for (topic, partition), offset in sorted(wants.items()):
+        by_topic.setdefault(topic, []).append(
+            FetchRequest.FetchTopic.FetchPartition(
+                partition=partition,
+                current_leader_epoch=-1,
+                fetch_offset=offset,
+                last_fetched_epoch=-1,
+                log_start_offset=-1,
+                partition_max_bytes=max_bytes,
+            )
+        )
+    return FetchRequest[version](
+        replica_id=-1,
+        # Tansu answers min_bytes=0 / max_wait_ms=0 with an empty response: ask for 1 byte.
+        max_wait_ms=max(1, max_wait_ms),
+        min_bytes=1,
+        max_bytes=max(max_bytes * len(wants), max_bytes),
+        isolation_level=READ_UNCOMMITTED,
+        session_id=0,
+        session_epoch=-1,
+        topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+
+
+def fetch(
+    wire: KafkaWire,
+    leader: int,
+    wants: Mapping[TopicPartition, int],
+    *,
+    max_bytes: int,
+    max_wait_ms: int = 1,
+) -> dict[TopicPartition, Chunk]:
+    """One Fetch to ``leader`` for several partitions at given offsets."""
+    request = _fetch_request(wire.version(FetchRequest), wants, max_bytes, max_wait_ms)
+    timeout = wire.config.request_timeout_ms + max_wait_ms
+    response = wire.request(leader, request, f"Fetch {_describe(wants)}", timeout)
+    out: dict[TopicPartition, Chunk] = {}
+    for topic in response.responses:
+        for part in topic.partitions:
+            aborted = [(a.producer_id, a.first_offset) for a in (part.aborted_transactions or [])]
+            out[(topic.topic, part.partition_index)] = Chunk(
+                part.error_code,
+                Bounds(part.log_start_offset, part.high_watermark, part.last_stable_offset),
+                bytes(part.records or b""),
+                aborted,
+            )
+    return out
+
+
+def _describe(wants: Mapping[TopicPartition, int]) -> str:
+    items = [f"{t}-{p}@{o}" for (t, p), o in sorted(wants.items())]
+    return ", ".join(items[:5]) + (f" (+{len(items) - 5})" if len(items) > 5 else "")
+
+
+def list_earliest(
+    wire: KafkaWire, leader: int, tps: list[TopicPartition]
+) -> dict[TopicPartition, int]:
+    version = wire.version(ListOffsetsRequest)
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in tps:
+        by_topic.setdefault(topic, []).append(partition)
+    request = ListOffsetsRequest[version](
+        replica_id=-1,
+        isolation_level=READ_UNCOMMITTED,
+        topics=[
+            ListOffsetsRequest.ListOffsetsTopic(
+                name=t,
+                partitions=[
+                    ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                        partition_index=p, current_leader_epoch=-1, timestamp=_EARLIEST
+                    )
+                    for p in ps
+                ],
+            )
+            for t, ps in by_topic.items()
+        ],
+    )
+    response = wire.request(leader, request, "ListOffsets earliest")
+    out: dict[TopicPartition, int] = {}
+    for topic in response.topics:
+        for part in topic.partitions:
+            if part.error_code:
+                raise for_code(part.error_code)(f"ListOffsets {topic.name}-{part.partition_index}")
+            out[(topic.name, part.partition_index)] = part.offset
+    return out
+
+
+def fetch_bounds(
+    wire: KafkaWire,
+    leaders: Mapping[TopicPartition, int],
+    hints: Mapping[TopicPartition, int] | None = None,
+) -> dict[TopicPartition, Bounds]:
+    """Log start, high watermark and LSO of each partition, one Fetch per leader.
+
+    ``hints`` are offsets believed valid (the last known end); fetching there
+    returns little or no data. On OFFSET_OUT_OF_RANGE the log start is looked up
+    and the fetch repeated from it.
+    """
+    hints = hints or {}
+    by_leader: dict[int, dict[TopicPartition, int]] = {}
+    for tp, leader in leaders.items():
+        by_leader.setdefault(leader, {})[tp] = max(0, hints.get(tp, 0))
+    out: dict[TopicPartition, Bounds] = {}
+    for leader, wants in by_leader.items():
+        chunks = fetch(wire, leader, wants, max_bytes=1)
+        retry = [tp for tp, c in chunks.items() if c.error_code == _OFFSET_OUT_OF_RANGE]
+        if retry:
+            starts = list_earliest(wire, leader, retry)
+            chunks.update(fetch(wire, leader, starts, max_bytes=1))
+        for tp in wants:
+            chunk = chunks.get(tp)
+            if chunk is None:
+                raise for_code(3)(f"Fetch {tp[0]}-{tp[1]}: partition missing from the response")
+            if chunk.error_code:
+                raise for_code(chunk.error_code)(f"Fetch {tp[0]}-{tp[1]}")
+            b = chunk.bounds
+            log_start = b.log_start if b.log_start >= 0 else 0
+            last_stable = b.last_stable if b.last_stable >= 0 else b.high_watermark
+            out[tp] = Bounds(log_start, b.high_watermark, min(last_stable, b.high_watermark))
+    return out
+
+
+class LogCursor:
+    """Batches of one partition in offset order, from ``offset`` up to ``stop`` (exclusive).
+
+    Fetches ``max_bytes`` at a time; a partial trailing batch is fetched again
+    from its start, a batch larger than ``max_bytes`` doubles the fetch size. If
+    the log ends before ``stop`` (data not yet replicated, or a broker whose LSO
+    ran ahead), it polls until ``deadline_s`` and then raises. Memory held: one
+    fetch response.
+    """
+
+    def __init__(
+        self,
+        wire: KafkaWire,
+        leader: int,
+        tp: TopicPartition,
+        offset: int,
+        stop: int,
+        *,
+        max_bytes: int = 8 << 20,
+        deadline_s: float = 120.0,
+    ) -> None:
+        self.wire, self.leader, self.tp = wire, leader, tp
+        self.position = offset
+        self.stop = stop
+        self.max_bytes = max_bytes
+        self.deadline_s = deadline_s
+        self.aborted_hints: list[tuple[int, int]] = []
+        self.bytes_fetched = 0
+
+    def __iter__(self) -> Iterator[tuple[BatchHeader, memoryview]]:
+        waited_since: float | None = None
+        max_bytes = self.max_bytes
+        while self.position < self.stop:
+            chunk = fetch(self.wire, self.leader, {self.tp: self.position}, max_bytes=max_bytes,
+                          max_wait_ms=1 if waited_since is None else 200).get(self.tp)
+            if chunk is None:
+                raise for_code(3)(f"Fetch {self.tp[0]}-{self.tp[1]}: partition missing")
+            if chunk.error_code == _OFFSET_OUT_OF_RANGE:
+                raise DataLossError(
+                    f"{self.tp[0]}-{self.tp[1]}: offset {self.position} is no longer in the log "
+                    f"(log start {chunk.bounds.log_start}); records were deleted by retention "
+                    "while being read. Set failOnDataLoss=false to skip lost offsets"
+                )
+            if chunk.error_code:
+                raise for_code(chunk.error_code)(f"Fetch {self.tp[0]}-{self.tp[1]}")
+            self.aborted_hints.extend(chunk.aborted)
+            self.bytes_fetched += len(chunk.records)
+            progressed = False
+            for header, view in iter_batches(chunk.records):
+                if header.last_offset < self.position:
+                    continue  # a compacted or older batch overlapping the fetch position
+                progressed = True
+                self.position = header.last_offset + 1
+                yield header, view
+                if self.position >= self.stop:
+                    return
+            if progressed:
+                waited_since = None
+                continue
+            if chunk.records and chunk.bounds.high_watermark > self.position:
+                if max_bytes >= 1 << 30:
+                    raise CorruptRecordError(
+                        f"{self.tp[0]}-{self.tp[1]}@{self.position}: no complete batch in 1 GiB"
+                    )
+                max_bytes *= 2  # one batch larger than the fetch size
+                continue
+            if chunk.bounds.high_watermark > self.position and not chunk.records:
+                # Offsets below the high watermark but no batch: removed by compaction.
+                # The next fetch returns the following batch; without one, the gap runs to hw.
+                self.position = chunk.bounds.high_watermark
+                continue
+            now = time.monotonic()
+            waited_since = waited_since or now
+            if now - waited_since > self.deadline_s:
+                raise TimeoutError_(
+                    f"{self.tp[0]}-{self.tp[1]}: the log ends at {chunk.bounds.high_watermark} "
+                    f"but offsets up to {self.stop} were planned; gave up after "
+                    f"{self.deadline_s:.0f}s (kafkaConsumer.pollTimeoutMs)"
+                )

@@ -1,0 +1,234 @@
+"""Transaction requests: InitProducerId, AddPartitionsToTxn, Produce, EndTxn.
+
+These speak transaction protocol generation 1 (see ``VERSION_CAPS``): the
+epoch stays fixed for the life of a transaction and a retried EndTxn with the
+same epoch and outcome succeeds. Every hand-off records ``TXN_PROTOCOL``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kafka.protocol.producer import (
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    ProduceRequest,
+)
+
+from ..errors import ConnectionDroppedError, KafkaProtocolError, for_code
+from .cluster import TopicPartition
+from .connection import KafkaWire
+
+TXN_PROTOCOL = 1
+_RETRY_CODES_BACKOFF_S = 0.05
+
+
+@dataclass(frozen=True)
+class ProducerIdentity:
+    """What InitProducerId returned: the producer id and its current epoch."""
+
+    producer_id: int
+    epoch: int
+
+
+def init_producer_ids(
+    wire: KafkaWire,
+    coordinator: int,
+    transactional_ids: Sequence[str],
+    timeout_ms: int,
+    *,
+    deadline_s: float = 30.0,
+) -> dict[str, ProducerIdentity]:
+    """InitProducerId for many ids at once (pipelined); retries CONCURRENT_TRANSACTIONS.
+
+    On a transactional id this bumps the epoch, aborts whatever transaction the
+    id held open and fences every older producer using it.
+    """
+    version = wire.version(InitProducerIdRequest)
+    out: dict[str, ProducerIdentity] = {}
+    pending = list(transactional_ids)
+    deadline = time.monotonic() + deadline_s
+    while pending:
+        requests = [
+            (coordinator, InitProducerIdRequest[version](
+                transactional_id=tid, transaction_timeout_ms=timeout_ms,
+                producer_id=-1, producer_epoch=-1))
+            for tid in pending
+        ]
+        responses = wire.request_many(requests, f"InitProducerId ({len(pending)} ids)")
+        retry = []
+        for tid, resp in zip(pending, responses, strict=True):
+            if resp.error_code == 0:
+                out[tid] = ProducerIdentity(resp.producer_id, resp.producer_epoch)
+                continue
+            err = for_code(resp.error_code)
+            if err.retriable and time.monotonic() < deadline:
+                retry.append(tid)
+            else:
+                raise err(f"InitProducerId for transactional id {tid!r}")
+        if retry:
+            time.sleep(_RETRY_CODES_BACKOFF_S)
+        pending = retry
+    return out
+
+
+def init_idempotent(wire: KafkaWire) -> ProducerIdentity:
+    """A producer id with no transactional id (the at-least-once path)."""
+    version = wire.version(InitProducerIdRequest)
+    resp = wire.request(
+        wire.any_node(),
+        InitProducerIdRequest[version](
+            transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
+        ),
+        "InitProducerId (idempotent)",
+    )
+    if resp.error_code:
+        raise for_code(resp.error_code)("InitProducerId (idempotent)")
+    return ProducerIdentity(resp.producer_id, resp.producer_epoch)
+
+
+def add_partitions_to_txn(
+    wire: KafkaWire,
+    coordinator: int,
+    transactional_id: str,
+    producer: ProducerIdentity,
+    partitions: Sequence[TopicPartition],
+    *,
+    deadline_s: float = 30.0,
+) -> None:
+    """Register partitions with the open transaction before producing to them."""
+    version = wire.version(AddPartitionsToTxnRequest)
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    topics = [
+        AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=sorted(ps))
+        for t, ps in sorted(by_topic.items())
+    ]
+    deadline = time.monotonic() + deadline_s
+    while True:
+        request = AddPartitionsToTxnRequest[version](
+            v3_and_below_transactional_id=transactional_id,
+            v3_and_below_producer_id=producer.producer_id,
+            v3_and_below_producer_epoch=producer.epoch,
+            v3_and_below_topics=topics,
+        )
+        resp = wire.request(coordinator, request, f"AddPartitionsToTxn {transactional_id}")
+        codes = {
+            r.partition_error_code
+            for topic in resp.results_by_topic_v3_and_below
+            for r in topic.results_by_partition
+        } - {0}
+        if not codes:
+            return
+        code = max(codes, key=lambda c: (c != 51, c))  # report a real error before CONCURRENT_TXNS
+        err = for_code(code)
+        if err.retriable and time.monotonic() < deadline:
+            time.sleep(_RETRY_CODES_BACKOFF_S)
+            continue
+        raise err(f"AddPartitionsToTxn {transactional_id} {sorted(partitions)}")
+
+
+def produce_request(
+    wire: KafkaWire,
+    transactional_id: str | None,
+    batches: Mapping[TopicPartition, bytes],
+    timeout_ms: int,
+) -> ProduceRequest:
+    version = wire.version(ProduceRequest)
+    by_topic: dict[str, list[ProduceRequest.TopicProduceData.PartitionProduceData]] = {}
+    for (topic, partition), records in batches.items():
+        by_topic.setdefault(topic, []).append(
+            ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=records)
+        )
+    return ProduceRequest[version](
+        transactional_id=transactional_id,
+        acks=-1,
+        timeout_ms=timeout_ms,
+        topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=ps)
+                    for t, ps in by_topic.items()],
+    )
+
+
+def produce_errors(response: object) -> dict[TopicPartition, tuple[int, str | None]]:
+    """Per-partition (error code, message) of a Produce response; code 0 omitted."""
+    out: dict[TopicPartition, tuple[int, str | None]] = {}
+    for topic in response.responses:  # type: ignore[attr-defined]
+        for part in topic.partition_responses:
+            if part.error_code:
+                message = getattr(part, "error_message", None)
+                out[(topic.name, part.index)] = (part.error_code, message)
+    return out
+
+
+@dataclass(frozen=True)
+class EndTxnOutcome:
+    transactional_id: str
+    ok: bool
+    error: KafkaProtocolError | ConnectionDroppedError | None = None
+
+    @property
+    def fenced(self) -> bool:
+        return isinstance(self.error, KafkaProtocolError) and self.error.code in (47, 49, 59, 90)
+
+
+def end_txns(
+    wire: KafkaWire,
+    coordinator_of: Mapping[str, int],
+    txns: Sequence[tuple[str, ProducerIdentity]],
+    commit: bool,
+    *,
+    deadline_s: float = 60.0,
+) -> list[EndTxnOutcome]:
+    """EndTxn for many transactions, pipelined; retriable codes are retried to the deadline.
+
+    Never raises for a broker's answer: each outcome says what happened, so the
+    caller can sort them (done / lost / retry later). A dropped connection (how
+    Tansu answers a stale epoch) is reported as that transaction's error.
+    """
+    version = wire.version(EndTxnRequest)
+    outcomes: dict[str, EndTxnOutcome] = {}
+    pending = list(txns)
+    deadline = time.monotonic() + deadline_s
+    verb = "commit" if commit else "abort"
+    while pending:
+        calls = [
+            (coordinator_of[tid], EndTxnRequest[version](
+                transactional_id=tid, producer_id=who.producer_id,
+                producer_epoch=who.epoch, committed=commit))
+            for tid, who in pending
+        ]
+        try:
+            responses = wire.request_many(calls, f"EndTxn {verb} ({len(calls)} txns)")
+        except ConnectionDroppedError:
+            if len(pending) == 1:
+                tid = pending[0][0]
+                outcomes[tid] = EndTxnOutcome(tid, False, ConnectionDroppedError(
+                    f"EndTxn {verb} {tid}: the broker dropped the connection (Tansu does this "
+                    "for a stale producer epoch)"))
+                wire.close()
+                break
+            # Find which one the broker rejected: send them one by one.
+            wire.close()
+            for item in pending:
+                outcomes.update({o.transactional_id: o for o in end_txns(
+                    wire, coordinator_of, [item], commit, deadline_s=deadline_s)})
+            break
+        retry = []
+        for (tid, who), resp in zip(pending, responses, strict=True):
+            if resp.error_code == 0:
+                outcomes[tid] = EndTxnOutcome(tid, True)
+                continue
+            err = for_code(resp.error_code)
+            if err.retriable and time.monotonic() < deadline:
+                retry.append((tid, who))
+            else:
+                outcomes[tid] = EndTxnOutcome(tid, False, err(
+                    f"EndTxn {verb} {tid} (producer {who.producer_id} epoch {who.epoch})"))
+        if retry:
+            time.sleep(_RETRY_CODES_BACKOFF_S)
+        pending = retry
+    return [outcomes[tid] for tid, _ in txns]

@@ -1,0 +1,137 @@
+"""The test oracle: what a topic holds, committed / aborted / open, from its raw log.
+
+Not a read_committed consumer (on Tansu those return aborted records, DESIGN.md
+section 1). Raw bytes come over ``eos_kafka_source.wire`` (transport only); they
+are decoded with kafka-python's ``MemoryRecords`` and resolved with the simplest
+algorithm there is, independent of ``eos_kafka_source.visibility``: read each
+partition from its log start to its high watermark, keep every transactional
+producer's records pending until its next control marker, which makes them
+committed (COMMIT) or aborted (ABORT). Whatever is still pending at the high
+watermark is "open".
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from kafka.record import MemoryRecords
+
+from eos_kafka_source import wire as kwire
+
+from kafka_helpers import wire_for
+
+_CONTROL_KEY = struct.Struct(">hh")  # version, type
+_ABORT, _COMMIT = 0, 1
+_FETCH_BYTES = 32 << 20
+
+
+@dataclass(frozen=True)
+class Rec:
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple = ()
+
+
+@dataclass
+class PartitionView:
+    committed: list[Rec] = field(default_factory=list)
+    aborted: list[Rec] = field(default_factory=list)
+    open: list[Rec] = field(default_factory=list)
+    open_producers: set[int] = field(default_factory=set)
+    high_watermark: int = 0
+    last_stable: int = 0
+    log_start: int = 0
+
+    @property
+    def committed_values(self) -> list[bytes | None]:
+        return [r.value for r in self.committed]
+
+    @property
+    def aborted_values(self) -> list[bytes | None]:
+        return [r.value for r in self.aborted]
+
+    @property
+    def open_values(self) -> list[bytes | None]:
+        return [r.value for r in self.open]
+
+
+def committed_view(bootstrap: str, topic: str) -> dict[int, PartitionView]:
+    """Every partition of ``topic`` resolved from its raw batches and markers."""
+    with wire_for(bootstrap) as w:
+        info = kwire.require_topics(w, [topic])[topic]
+        leaders = {(topic, p): leader for p, leader in info.leaders.items()}
+        bounds = kwire.fetch_bounds(w, leaders)
+        return {
+            tp[1]: _resolve(w, leader, tp, bounds[tp])
+            for tp, leader in sorted(leaders.items())
+        }
+
+
+def _resolve(w: kwire.KafkaWire, leader: int, tp: tuple[str, int], b: kwire.Bounds) -> PartitionView:
+    view = PartitionView(high_watermark=b.high_watermark, last_stable=b.last_stable,
+                         log_start=b.log_start)
+    pending: dict[int, list[Rec]] = {}
+    position = b.log_start
+    while position < b.high_watermark:
+        chunk = kwire.fetch(w, leader, {tp: position}, max_bytes=_FETCH_BYTES)[tp]
+        if chunk.error_code:
+            raise AssertionError(f"oracle: Fetch {tp} at {position} failed with {chunk.error_code}")
+        progressed = False
+        for batch in MemoryRecords(chunk.records):
+            if batch.next_offset <= position:
+                continue
+            progressed = True
+            position = batch.next_offset
+            if batch.is_control_batch:
+                for record in batch:
+                    _version, kind = _CONTROL_KEY.unpack(record.key[:4])
+                    done = pending.pop(batch.producer_id, [])
+                    if kind == _COMMIT:
+                        view.committed.extend(done)
+                    elif kind == _ABORT:
+                        view.aborted.extend(done)
+                    else:
+                        raise AssertionError(f"oracle: unknown control type {kind} at {tp}")
+                continue
+            records = [
+                Rec(r.offset, r.key, r.value, tuple(r.headers))
+                for r in batch
+                if r.offset >= b.log_start
+            ]
+            if batch.is_transactional:
+                pending.setdefault(batch.producer_id, []).extend(records)
+            else:
+                view.committed.extend(records)
+        if not progressed:
+            if chunk.records:
+                raise AssertionError(f"oracle: a batch at {tp}@{position} exceeds {_FETCH_BYTES}")
+            break  # the rest of the log below the high watermark was compacted away
+    for pid, records in pending.items():
+        if records:
+            view.open.extend(records)
+            view.open_producers.add(pid)
+    for part in (view.committed, view.aborted, view.open):
+        part.sort(key=lambda r: r.offset)
+    return view
+
+
+def committed_values(bootstrap: str, topic: str) -> list[bytes | None]:
+    """Committed values of all partitions: partition by partition, in offset order."""
+    return [v for _, pv in sorted(committed_view(bootstrap, topic).items())
+            for v in pv.committed_values]
+
+
+def assert_no_open_transactions(bootstrap: str, topic: str) -> None:
+    """Every partition: no producer with records but no marker, and LSO == high watermark."""
+    problems = []
+    for partition, pv in sorted(committed_view(bootstrap, topic).items()):
+        if pv.open_producers or pv.last_stable != pv.high_watermark:
+            problems.append(
+                f"{topic}-{partition}: open producers {sorted(pv.open_producers)} "
+                f"({len(pv.open)} records from offset "
+                f"{pv.open[0].offset if pv.open else '-'}), "
+                f"LSO {pv.last_stable} vs high watermark {pv.high_watermark}"
+            )
+    assert not problems, "open transactions left behind: " + "; ".join(problems)

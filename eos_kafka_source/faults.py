@@ -1,12 +1,18 @@
 """Fault injection for tests: named points that production code passes through.
 
-Inert unless ``EOSKAFKA_TEST_FAULTS`` is set, e.g.
-``commit.after_decision=killgroup@/tmp/flag`` or ``write.after_flush/1=raise``:
-at that point, kill the whole process group (a driver crash), once; ``/1``
-limits a point to task partition 1; the ``@flag`` file is created when the
-fault fires and the fault is skipped while it exists. Actions: ``raise``
-(RuntimeError), ``kill`` (SIGKILL this process), ``killgroup`` (SIGKILL the
-process group), ``hang`` (block until killed).
+Inert unless ``EOSKAFKA_TEST_FAULTS`` (a spec) or ``EOSKAFKA_TEST_FAULTS_FILE``
+(a file holding one, read at every point, so a running Spark session's
+workers see changes) is set. A spec is a comma-separated list of
+``point[/task]=action[@flag]``:
+
+- ``/task`` limits the entry to task partition ``task``;
+- ``@flag`` makes it fire once: the flag file is created when it fires and the
+  entry is skipped while the file exists (works across processes);
+- actions: ``raise`` (InjectedFault), ``kill`` (SIGKILL this process: a dead
+  Python worker), ``killgroup`` (SIGKILL the process group: a dead driver),
+  ``block:<path>`` (create ``<path>.started``, wait for ``<path>.release``).
+
+Example: ``commit.after_decision=killgroup@/tmp/once,write.after_flush/1=raise``.
 """
 
 from __future__ import annotations
@@ -14,25 +20,49 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 ENV = "EOSKAFKA_TEST_FAULTS"
+ENV_FILE = "EOSKAFKA_TEST_FAULTS_FILE"
 
 
 class InjectedFault(RuntimeError):
     """Raised by the ``raise`` action."""
 
 
-def fault_point(name: str, *, task: int | None = None) -> None:
-    """Pass through fault point ``name``; entries look like ``point[/task]=action[@flag]``."""
-    spec = os.environ.get(ENV)
-    if not spec:
-        return
-    for entry in spec.split(","):
+def _spec() -> str:
+    spec = os.environ.get(ENV, "")
+    path = os.environ.get(ENV_FILE)
+    if path:
+        try:
+            spec = ",".join(filter(None, [spec, Path(path).read_text().strip()]))
+        except FileNotFoundError:
+            pass
+    return spec
+
+
+def _entries(name: str, task: int | None) -> list[tuple[str, str]]:
+    out = []
+    for entry in _spec().split(","):
         where, _, action = entry.strip().partition("=")
         point, _, only_task = where.partition("/")
         if point != name or (only_task and str(task) != only_task):
             continue
         action, _, flag = action.partition("@")
+        out.append((action, flag))
+    return out
+
+
+def armed(name: str, *, task: int | None = None) -> bool:
+    """Whether a fault is configured at ``name`` (lets code take a fault-friendly path)."""
+    return any(not flag or not os.path.exists(flag) for _, flag in _entries(name, task))
+
+
+def fault_point(name: str, *, task: int | None = None) -> None:
+    """Pass through fault point ``name``; does nothing unless a test armed it."""
+    if ENV not in os.environ and ENV_FILE not in os.environ:
+        return
+    for action, flag in _entries(name, task):
         if flag:
             try:
                 fd = os.open(flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -49,7 +79,10 @@ def _act(action: str, name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if action == "killgroup":
         os.killpg(os.getpgid(0), signal.SIGKILL)
-    if action == "hang":
-        while True:
-            time.sleep(3600)
+    if action.startswith("block:"):
+        path = action.split(":", 1)[1]
+        Path(f"{path}.started").touch()
+        while not os.path.exists(f"{path}.release"):
+            time.sleep(0.01)
+        return
     raise ValueError(f"{ENV}: unknown action {action!r} at {name}")

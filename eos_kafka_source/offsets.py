@@ -38,9 +38,7 @@ def tp_name(tp: TopicPartition) -> str:
     return f"{tp[0]}-{tp[1]}"
 
 
-# ---------------------------------------------------------------------------
 # Where a read starts and ends (plain values: these travel in pickled readers).
-
 
 @dataclass(frozen=True)
 class StartingSpec:
@@ -82,10 +80,6 @@ class EndingSpec:
             raise ValueError(f"unknown EndingSpec kind {self.kind!r}")
 
 
-# ---------------------------------------------------------------------------
-# JSON
-
-
 def _shorten(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -97,40 +91,29 @@ def parse_offsets_json(text: str, option: str) -> dict[TopicPartition, int]:
     caller's, since they differ by option. Raises :class:`ConfigError` naming
     ``option`` on anything else.
     """
-    example = '{"topic":{"0":23,"1":-2}}'
+    fix = 'Write it as {"topic":{"0":23,"1":-2}}.'
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, TypeError) as exc:
-        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise ConfigError(
-            f"{option} is not valid JSON ({detail}): {_shorten(str(text))!r}. "
-            f"Write it as {example}."
-        ) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{option} is not valid JSON ({exc.msg}): {_shorten(text)!r}. "
+                          f"{fix}") from None
     if not isinstance(data, dict) or not data:
-        raise ConfigError(
-            f"{option} must be a non-empty JSON object of topics, got {_shorten(text)!r}. "
-            f"Write it as {example}."
-        )
+        raise ConfigError(f"{option} must be a non-empty JSON object of topics, got "
+                          f"{_shorten(text)!r}. {fix}")
     out: dict[TopicPartition, int] = {}
     for topic, parts in data.items():
         if not topic:
-            raise ConfigError(f"{option} has an empty topic name in {_shorten(text)!r}.")
+            raise ConfigError(f"{option} has an empty topic name in {_shorten(text)!r}. {fix}")
         if not isinstance(parts, dict) or not parts:
-            raise ConfigError(
-                f"{option}: topic {topic!r} must map to a non-empty object of "
-                f'partition -> number, like {{"0": 23}}; got {json.dumps(parts)}.'
-            )
+            raise ConfigError(f"{option}: topic {topic!r} must map to a non-empty object of "
+                              f"partition -> number, got {json.dumps(parts)}. {fix}")
         for key, value in parts.items():
             if not _PARTITION_KEY.fullmatch(key):
-                raise ConfigError(
-                    f"{option}: partition {key!r} of topic {topic!r} is not a "
-                    f'non-negative integer; write partitions as strings like "0".'
-                )
+                raise ConfigError(f"{option}: partition {key!r} of topic {topic!r} is not a "
+                                  f'non-negative integer; write partitions like "0".')
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(
-                    f"{option}: value {json.dumps(value)} for {topic}-{key} is not an "
-                    f"integer; use whole numbers."
-                )
+                raise ConfigError(f"{option}: value {json.dumps(value)} for {topic}-{key} is "
+                                  f"not an integer; use whole numbers.")
             out[(topic, int(key))] = value
     return out
 
@@ -154,10 +137,6 @@ def from_spark_offset(d: Mapping[str, Mapping[str, int]]) -> dict[TopicPartition
                 )
             out[(topic, int(partition))] = offset
     return out
-
-
-# ---------------------------------------------------------------------------
-# Bounds and ranges
 
 
 @dataclass(frozen=True)
@@ -201,6 +180,14 @@ class OffsetRange:
         return (self.topic, self.partition)
 
 
+def _require_starts(fn: str, start: Mapping[TopicPartition, int],
+                    end: Mapping[TopicPartition, int]) -> None:
+    missing = sorted(tp for tp in end if tp not in start)
+    if missing:
+        raise ValueError(f"{fn} needs a start for every partition; missing "
+                         + ", ".join(tp_name(tp) for tp in missing))
+
+
 def cap_end_offsets(
     start: Mapping[TopicPartition, int],
     latest: Mapping[TopicPartition, int],
@@ -218,12 +205,7 @@ def cap_end_offsets(
     below its start keeps its start instead of moving backwards; judging that
     case is :func:`check_data_loss`'s job.
     """
-    missing = sorted(tp for tp in latest if tp not in start)
-    if missing:
-        raise ValueError(
-            "cap_end_offsets needs a start for every partition; missing "
-            + ", ".join(tp_name(tp) for tp in missing)
-        )
+    _require_starts("cap_end_offsets", start, latest)
     if max_total is not None and max_total <= 0:
         raise ValueError(f"max_total must be positive, got {max_total}")
     sizes = {tp: end - start[tp] for tp, end in latest.items() if end - start[tp] > 0}
@@ -281,12 +263,7 @@ def plan_ranges(
                         ("max_records_per_partition", max_records_per_partition)):
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")
-    missing = sorted(tp for tp in end if tp not in start)
-    if missing:
-        raise ValueError(
-            "plan_ranges needs a start for every partition; missing "
-            + ", ".join(tp_name(tp) for tp in missing)
-        )
+    _require_starts("plan_ranges", start, end)
     sizes = {tp: e - start[tp] for tp, e in sorted(end.items()) if e - start[tp] > 0}
     parts = {
         tp: -(-size // max_records_per_partition) if max_records_per_partition else 1
@@ -333,24 +310,18 @@ def check_data_loss(
         if b is None:
             problems.append(
                 f"partition {tp_name(tp)} no longer exists (topic or partition deleted); "
-                f"records from offset {offset} on were not read"
-            )
+                f"records from offset {offset} on were not read")
             continue
+        adjusted[tp] = offset if b.log_start <= offset <= b.high_watermark else b.log_start
         if offset < b.log_start:
             problems.append(
                 f"{tp_name(tp)}: offsets {offset} to {b.log_start - 1} were deleted before "
-                f"being read (retention or DeleteRecords); the log now starts at {b.log_start}"
-            )
-            adjusted[tp] = b.log_start
+                f"being read (retention or DeleteRecords); the log now starts at {b.log_start}")
         elif offset > b.high_watermark:
             problems.append(
                 f"{tp_name(tp)}: start offset {offset} is past the end of the log "
                 f"({b.high_watermark}); the topic was probably deleted and recreated or "
-                f"truncated; reading restarts at offset {b.log_start}"
-            )
-            adjusted[tp] = b.log_start
-        else:
-            adjusted[tp] = offset
+                f"truncated; reading restarts at offset {b.log_start}")
     if problems and fail_on_data_loss:
         raise DataLossError(
             "Some data may have been lost: " + "; ".join(problems) + ". If you accept "
@@ -360,77 +331,59 @@ def check_data_loss(
     return adjusted, [p + " (failOnDataLoss=false: skipped)" for p in problems]
 
 
-# ---------------------------------------------------------------------------
-# Resolving a spec against the partitions that exist now
-
+#: ``{tp: ms}`` -> ``{tp: first offset with timestamp >= ms, or None/-1 if none}``.
 OffsetsForTimes = Callable[[Mapping[TopicPartition, int]], Mapping[TopicPartition, int | None]]
 
 
 def _check_covers(option: str, named: Iterable[TopicPartition],
                   partitions: list[TopicPartition]) -> None:
     named_set, have = set(named), set(partitions)
-    if named_set == have:
-        return
-    missing = ", ".join(tp_name(tp) for tp in sorted(have - named_set))
-    extra = ", ".join(tp_name(tp) for tp in sorted(named_set - have))
-    detail = "; ".join(
-        s for s in (f"not named: {missing}" if missing else "",
-                    f"named but not found: {extra}" if extra else "") if s
-    )
-    raise ConfigError(
-        f"{option} must name every partition the query reads, and only those ({detail}). "
-        f"Add the missing ones (use -2 for earliest, -1 for latest) or use "
-        f"'earliest'/'latest' for all."
-    )
+    if named_set != have:
+        detail = "; ".join(f"{label}: {', '.join(tp_name(tp) for tp in sorted(tps))}"
+                           for label, tps in (("not named", have - named_set),
+                                              ("named but not found", named_set - have)) if tps)
+        raise ConfigError(
+            f"{option} must name every partition the query reads, and only those ({detail}). "
+            f"Add the missing ones (use -2 for earliest, -1 for latest) or use "
+            f"'earliest'/'latest' for all.")
 
 
-def _resolve(
-    kind: str,
-    per_partition: tuple[tuple[TopicPartition, int], ...],
-    timestamp: int | None,
-    option: str,
-    on_no_match: str,
-    partitions: Iterable[TopicPartition],
-    bounds: Mapping[TopicPartition, PartitionBounds],
-    read_committed: bool,
-    offsets_for_times: OffsetsForTimes | None,
-) -> dict[TopicPartition, int]:
+def _resolve(spec: StartingSpec | EndingSpec, on_no_match: str,
+             partitions: Iterable[TopicPartition],
+             bounds: Mapping[TopicPartition, PartitionBounds], read_committed: bool,
+             offsets_for_times: OffsetsForTimes | None) -> dict[TopicPartition, int]:
     parts = sorted(set(partitions))
-    no_bounds = [tp for tp in parts if tp not in bounds]
+    no_bounds = [tp_name(tp) for tp in parts if tp not in bounds]
     if no_bounds:
-        raise ValueError("no bounds for " + ", ".join(tp_name(tp) for tp in no_bounds))
-    if kind == "earliest":
-        return {tp: bounds[tp].log_start for tp in parts}
-    if kind == "latest":
-        return {tp: bounds[tp].latest(read_committed) for tp in parts}
-    named = dict(per_partition)
-    if kind in ("offsets", "timestamps"):
-        _check_covers(option, named, parts)
-    if kind == "offsets":
-        out = {}
-        for tp in parts:
-            off = named[tp]
-            out[tp] = (bounds[tp].log_start if off == EARLIEST
-                       else bounds[tp].latest(read_committed) if off == LATEST else off)
-        return out
+        raise ValueError("no bounds for " + ", ".join(no_bounds))
+    earliest = {tp: bounds[tp].log_start for tp in parts}
+    latest = {tp: bounds[tp].latest(read_committed) for tp in parts}
+    if spec.kind in ("earliest", "latest"):
+        return earliest if spec.kind == "earliest" else latest
+    named = dict(spec.per_partition)
+    if spec.kind in ("offsets", "timestamps"):
+        _check_covers(spec.option, named, parts)
+    if spec.kind == "offsets":
+        return {tp: {EARLIEST: earliest[tp], LATEST: latest[tp]}.get(named[tp], named[tp])
+                for tp in parts}
     if offsets_for_times is None:
-        raise ValueError(f"{option} needs an offsets_for_times lookup")
-    times = named if kind == "timestamps" else {tp: int(timestamp or 0) for tp in parts}
-    found = offsets_for_times({tp: times[tp] for tp in parts})
+        raise ValueError(f"{spec.option} needs an offsets_for_times lookup")
+    times = {tp: named[tp] if spec.kind == "timestamps" else int(spec.timestamp or 0)
+             for tp in parts}
+    found = offsets_for_times(times)
     out = {}
     for tp in parts:
         off = found.get(tp)
         if off is not None and off >= 0:
             out[tp] = off
         elif on_no_match == "latest":
-            out[tp] = bounds[tp].latest(read_committed)
+            out[tp] = latest[tp]
         else:
             raise ConfigError(
-                f"{option}: no record of {tp_name(tp)} has a timestamp at or after "
+                f"{spec.option}: no record of {tp_name(tp)} has a timestamp at or after "
                 f"{times[tp]} ms. Choose an earlier timestamp, or set "
                 f"startingOffsetsByTimestampStrategy=latest to start such partitions at "
-                f"their latest offset."
-            )
+                f"their latest offset.")
     return out
 
 
@@ -450,12 +403,12 @@ def resolve_starting(
     ``subscribePattern`` alike (:class:`ConfigError` otherwise), with -2/-1
     meaning earliest/latest. Partitions that appear later always start at their
     log start; that is the caller's rule, not this function's. Timestamps go
-    through ``offsets_for_times`` (``tp -> ms`` to ``tp -> offset or None``);
-    with no match ``spec.on_no_match`` decides. Explicit offsets are returned
-    as given: run :func:`check_data_loss` on the result.
+    through ``offsets_for_times``; with no match ``spec.on_no_match`` decides.
+    Explicit offsets are returned as given: run :func:`check_data_loss` on the
+    result.
     """
-    return _resolve(spec.kind, spec.per_partition, spec.timestamp, spec.option,
-                    spec.on_no_match, partitions, bounds, read_committed, offsets_for_times)
+    return _resolve(spec, spec.on_no_match, partitions, bounds, read_committed,
+                    offsets_for_times)
 
 
 def resolve_ending(
@@ -468,5 +421,4 @@ def resolve_ending(
 ) -> dict[TopicPartition, int]:
     """Concrete end offsets of a batch read; same rules as :func:`resolve_starting`,
     except that a timestamp with no match ends that partition at its latest."""
-    return _resolve(spec.kind, spec.per_partition, spec.timestamp, spec.option,
-                    "latest", partitions, bounds, read_committed, offsets_for_times)
+    return _resolve(spec, "latest", partitions, bounds, read_committed, offsets_for_times)

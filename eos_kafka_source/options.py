@@ -78,10 +78,6 @@ _DURATION = re.compile(r"(\d+)\s*(ms|s|m|min|h|d)?", re.I)
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
-# ---------------------------------------------------------------------------
-# Small typed readers over the lower-cased option map
-
-
 def _get(opts: Mapping[str, str], name: str) -> str | None:
     return opts.get(name.lower())
 
@@ -97,8 +93,7 @@ def _reject_unknown(opts: Mapping[str, str], allowed: Iterable[str], role: str) 
         raise ConfigError(
             f"unknown option{'s' if len(unknown) > 1 else ''} for the eoskafka {role}: "
             f"{hints}. Names are case-insensitive; the {role} accepts "
-            f"{', '.join(known)} and kafka.* settings. Fix or remove it."
-        )
+            f"{', '.join(known)} and kafka.* settings. Fix or remove it.")
 
 
 def _int(opts: Mapping[str, str], name: str, default: int | None, *, minimum: int = 1,
@@ -117,25 +112,19 @@ def _int(opts: Mapping[str, str], name: str, default: int | None, *, minimum: in
     return value
 
 
-def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = _get(opts, name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value not in ("true", "false"):
-        raise ConfigError(f"{name} must be true or false, got {shown(name, raw)}.")
-    return value == "true"
-
-
 def _choice(opts: Mapping[str, str], name: str, choices: tuple[str, ...],
             default: str | None) -> str | None:
     raw = _get(opts, name)
     if raw is None:
         return default
-    value = raw.strip().lower()
-    if value not in choices:
+    if raw.strip().lower() not in choices:
         raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {shown(name, raw)}.")
-    return value
+    return raw.strip().lower()
+
+
+def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
+    value = _choice(opts, name, ("true", "false"), None)
+    return default if value is None else value == "true"
 
 
 def parse_duration_ms(name: str, raw: str) -> int:
@@ -149,10 +138,8 @@ def parse_duration_ms(name: str, raw: str) -> int:
 
 def _check_topic(option: str, topic: str) -> str:
     if not _TOPIC.fullmatch(topic) or topic in (".", ".."):
-        raise ConfigError(
-            f"{option}: {topic!r} is not a valid Kafka topic name (1-249 characters from "
-            f"A-Z a-z 0-9 . _ -); fix the name."
-        )
+        raise ConfigError(f"{option}: {topic!r} is not a valid Kafka topic name (1-249 "
+                          f"characters from A-Z a-z 0-9 . _ -); fix the name.")
     return topic
 
 
@@ -162,10 +149,6 @@ def _exclusive(opts: Mapping[str, str], names: tuple[str, ...]) -> str | None:
         raise ConfigError(f"{' and '.join(given)} are all set, but they are alternatives; "
                           f"keep only one of {', '.join(names)}.")
     return given[0] if given else None
-
-
-# ---------------------------------------------------------------------------
-# Source
 
 
 @dataclass(frozen=True)
@@ -189,6 +172,7 @@ class Subscription:
 
     @classmethod
     def parse(cls, opts: Mapping[str, str]) -> Subscription:
+        """From an option map whose keys are already lower-cased (normalize_options)."""
         names = ("subscribe", "subscribePattern", "assign")
         given = [n for n in names if _get(opts, n) is not None]
         if len(given) != 1:
@@ -259,6 +243,15 @@ def _check_spec_partitions(name: str, spec: tuple[tuple[TopicPartition, int], ..
                           f"subscribe to; remove them or add them to the subscription.")
 
 
+def _time_spec(opts: Mapping[str, str], name: str) -> dict[str, object]:
+    """Fields of a spec for ``*Timestamp`` (one ms value) or ``*OffsetsByTimestamp`` (JSON)."""
+    if name in ("startingTimestamp", "endingTimestamp"):
+        return {"kind": "timestamp", "timestamp": _int(opts, name, None, minimum=0),
+                "option": name}
+    per = _per_partition(name, _get(opts, name) or "", minimum=0, what="a timestamp in ms (>= 0)")
+    return {"kind": "timestamps", "per_partition": per, "option": name}
+
+
 def _starting(opts: Mapping[str, str], streaming: bool) -> StartingSpec:
     name = _exclusive(opts, ("startingOffsets", "startingTimestamp",
                              "startingOffsetsByTimestamp"))
@@ -268,15 +261,9 @@ def _starting(opts: Mapping[str, str], streaming: bool) -> StartingSpec:
                           "startingTimestamp or startingOffsetsByTimestamp; remove it.")
     if name is None:
         return StartingSpec("latest" if streaming else "earliest")
+    if name != "startingOffsets":
+        return StartingSpec(**_time_spec(opts, name), on_no_match=strategy or "error")
     raw = _get(opts, name) or ""
-    if name == "startingTimestamp":
-        ts = _int(opts, name, None, minimum=0)
-        return StartingSpec("timestamp", timestamp=ts, on_no_match=strategy or "error",
-                            option=name)
-    if name == "startingOffsetsByTimestamp":
-        per = _per_partition(name, raw, minimum=0, what="a timestamp in ms (>= 0)")
-        return StartingSpec("timestamps", per_partition=per, on_no_match=strategy or "error",
-                            option=name)
     word = raw.strip().lower()
     if word in ("earliest", "latest"):
         if word == "latest" and not streaming:
@@ -301,12 +288,9 @@ def _ending(opts: Mapping[str, str], streaming: bool) -> EndingSpec | None:
         return None
     if name is None:
         return EndingSpec("latest")
+    if name != "endingOffsets":
+        return EndingSpec(**_time_spec(opts, name))
     raw = _get(opts, name) or ""
-    if name == "endingTimestamp":
-        return EndingSpec("timestamp", timestamp=_int(opts, name, None, minimum=0), option=name)
-    if name == "endingOffsetsByTimestamp":
-        per = _per_partition(name, raw, minimum=0, what="a timestamp in ms (>= 0)")
-        return EndingSpec("timestamps", per_partition=per, option=name)
     word = raw.strip().lower()
     if word == "latest":
         return EndingSpec("latest")
@@ -317,20 +301,32 @@ def _ending(opts: Mapping[str, str], streaming: bool) -> EndingSpec | None:
     return EndingSpec("offsets", per_partition=per)
 
 
+def _refuse(opts: Mapping[str, str], reasons: Mapping[str, str], role: str) -> None:
+    for key in sorted(reasons):
+        if PREFIX + key in opts:
+            raise ConfigError(f"kafka.{key} is not allowed on the {role}: {reasons[key]}. "
+                              f"Remove it.")
+
+
+_SOURCE_REFUSED = {
+    "enable.auto.commit": "eoskafka keeps its progress in the Spark checkpoint, not in "
+                          "consumer-group offsets",
+    "auto.offset.reset": "use startingOffsets to choose where a new query starts (and "
+                         "failOnDataLoss for offsets that disappear)",
+    **{k: "it is a producer setting and has no effect on a read" for k in PRODUCER_KEYS},
+}
+_SINK_REFUSED = {
+    "transactional.id": "eoskafka assigns transactional ids itself; use transactionalIdPrefix",
+    "isolation.level": "it is a consumer setting; the sink always writes transactionally and "
+                       "readers choose their own isolation level",
+    **{k: "it is a consumer setting and a write does not read"
+       for k in CONSUMER_KEYS - {"isolation.level"}},
+}
+
+
 def _source_role_keys(opts: Mapping[str, str]) -> bool:
     """Judge the consumer/producer kafka.* keys on a read; returns read_committed."""
-    for key in sorted(PRODUCER_KEYS):
-        if PREFIX + key in opts:
-            raise ConfigError(f"kafka.{key} is a producer setting and has no effect on a read; "
-                              f"remove it from the source options.")
-    if PREFIX + "enable.auto.commit" in opts:
-        raise ConfigError("kafka.enable.auto.commit is not supported: eoskafka keeps its "
-                          "progress in the Spark checkpoint, not in consumer-group offsets. "
-                          "Remove it.")
-    if PREFIX + "auto.offset.reset" in opts:
-        raise ConfigError("kafka.auto.offset.reset is not supported; use startingOffsets to "
-                          "choose where a new query starts (and failOnDataLoss for offsets "
-                          "that disappear). Remove it.")
+    _refuse(opts, _SOURCE_REFUSED, "source")
     level = _choice(opts, PREFIX + "isolation.level", ("read_committed", "read_uncommitted"),
                     "read_committed")
     return level == "read_committed"
@@ -383,12 +379,8 @@ class SourceOptions:
         delay = 15 * 60_000 if raw_delay is None else parse_duration_ms("maxTriggerDelay",
                                                                         raw_delay)
         return cls(
-            client=client,
-            subscription=subscription,
-            starting=starting,
-            ending=ending,
-            max_offsets_per_trigger=max_per,
-            min_offsets_per_trigger=min_per,
+            client=client, subscription=subscription, starting=starting, ending=ending,
+            max_offsets_per_trigger=max_per, min_offsets_per_trigger=min_per,
             max_trigger_delay_ms=delay,
             min_partitions=_int(opts, "minPartitions", None),
             max_records_per_partition=_int(opts, "maxRecordsPerPartition", None),
@@ -403,18 +395,9 @@ class SourceOptions:
         )
 
 
-# ---------------------------------------------------------------------------
-# Sink
-
-
 def _sink_role_keys(opts: Mapping[str, str]) -> None:
     """Refuse kafka.* settings that would break or contradict the transactional writer."""
-    for key in sorted(CONSUMER_KEYS):
-        if PREFIX + key in opts:
-            why = ("the sink always writes transactionally; readers choose their own "
-                   "isolation level" if key == "isolation.level" else "a write does not read")
-            raise ConfigError(f"kafka.{key} is a consumer setting and is not allowed on the "
-                              f"sink ({why}); remove it.")
+    _refuse(opts, _SINK_REFUSED, "sink")
     acks = opts.get(PREFIX + "acks")
     if acks is not None and acks.strip().lower() not in ("all", "-1"):
         raise ConfigError(f"kafka.acks={acks!r} is not allowed: transactions and "
@@ -423,9 +406,6 @@ def _sink_role_keys(opts: Mapping[str, str]) -> None:
     if not _bool(opts, PREFIX + "enable.idempotence", True):
         raise ConfigError("kafka.enable.idempotence=false is not allowed: the sink needs the "
                           "idempotent producer to avoid duplicates on retry. Remove it.")
-    if PREFIX + "transactional.id" in opts:
-        raise ConfigError("kafka.transactional.id is not allowed: eoskafka assigns "
-                          "transactional ids itself; use transactionalIdPrefix.")
 
 
 @dataclass(frozen=True)
@@ -485,11 +465,7 @@ class SinkOptions:
                 raise ConfigError(f"{name} is empty; give a directory path or URI.")
             location = location or value
         return cls(
-            client=client,
-            topic=topic,
-            transactional_id_prefix=prefix,
-            delivery=delivery,
-            transaction_timeout_ms=timeout or 900_000,
-            checkpoint_location=location,
+            client=client, topic=topic, transactional_id_prefix=prefix, delivery=delivery,
+            transaction_timeout_ms=timeout or 900_000, checkpoint_location=location,
             linger_records=_int(opts, "producer.batchRecords", 10_000) or 10_000,
         )

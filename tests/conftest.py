@@ -5,14 +5,33 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from eos_kafka_source.broker import EmbeddedBroker
 
 _counter = itertools.count()
+
+# Fault injection reaches Spark's Python workers through a file named by an env
+# var set before the SparkSession (and its workers) start; tests write the spec.
+_FAULTS_FILE = Path(tempfile.mkdtemp(prefix="eoskafka-faults-")) / "spec"
+_FAULTS_FILE.write_text("")
+os.environ["EOSKAFKA_TEST_FAULTS_FILE"] = str(_FAULTS_FILE)
+
+
+@pytest.fixture
+def faults() -> Iterator[Callable[[str], None]]:
+    """Arm fault points for this test: ``faults("write.after_flush/1=raise")``."""
+
+    def arm(spec: str) -> None:
+        _FAULTS_FILE.write_text(spec)
+
+    yield arm
+    _FAULTS_FILE.write_text("")
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +58,7 @@ def spark():
     from pyspark.sql import SparkSession
 
     session = (
-        SparkSession.builder.master(os.environ.get("EOSKAFKA_TEST_MASTER", "local[2]"))
+        SparkSession.builder.master(os.environ.get("EOSKAFKA_TEST_MASTER", "local[2,3]"))
         .appName("eoskafka-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")

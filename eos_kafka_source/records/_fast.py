@@ -48,9 +48,12 @@ def decode_batch(
     values: list[bytes | None],
     offsets: list[int],
     timestamps: list[int],
-    headers: list[Any] | None,
+    headers: Any,
 ) -> None:
-    """Append the records of one whole batch with offsets in [start, end) to the columns."""
+    """Append the records of one batch with offsets in [start, end) to the columns.
+
+    ``headers`` is decode's flat header store (counts, names, values) or None.
+    """
     records = DefaultRecordBatch(batch)
     add_key, add_value = keys.append, values.append
     add_offset, add_ts = offsets.append, timestamps.append
@@ -70,7 +73,11 @@ def decode_batch(
             add_key(rec.key)
             add_value(rec.value)
             if headers is not None:
-                headers.append(rec.headers or None)
+                entries = rec.headers
+                headers.counts.append(len(entries))
+                for name, value in entries:
+                    headers.names.append(name)
+                    headers.values.append(value)
 
 
 def encode_records(

@@ -237,14 +237,15 @@ def _encode_records(
 
 
 def _encode_headers(headers: list[tuple[str, bytes | None]]) -> bytes:
-    out = [_zigzag(len(headers))]
+    table, cached = _ZZ, _CACHED
+    out = [table[len(headers)] if len(headers) < cached else _zigzag(len(headers))]
     for name, value in headers:
         raw = name.encode("utf-8")
-        out.append(_zigzag(len(raw)))
+        out.append(table[len(raw)] if len(raw) < cached else _zigzag(len(raw)))
         out.append(raw)
         if value is None:
             out.append(b"\x01")
         else:
-            out.append(_zigzag(len(value)))
-            out.append(bytes(value))
+            out.append(table[len(value)] if len(value) < cached else _zigzag(len(value)))
+            out.append(value)
     return b"".join(out)

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import ConnectionDroppedError
-from ..faults import fault_point
+from ..faults import armed, fault_point
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators
 from .handoff import TxnHandoff
 
@@ -43,14 +43,26 @@ def finish(wire: KafkaWire, handoffs: list[TxnHandoff], *, commit: bool) -> Fini
     accept it), which is what makes roll-forward and double commit safe.
     """
     started = time.perf_counter()
-    report = FinishReport()
     pending = [h for h in handoffs if h.open]
+    if commit and len(pending) > 1 and armed("commit.between_endtxn"):
+        report = _finish(wire, pending[:1], commit)  # a test stops the driver in between
+        fault_point("commit.between_endtxn")
+        rest = _finish(wire, pending[1:], commit)
+        report.done += rest.done
+        report.lost += rest.lost
+    else:
+        report = _finish(wire, pending, commit)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool) -> FinishReport:
+    report = FinishReport()
     for attempt in range(_DROP_RETRIES + 1):
         if not pending:
             break
         coordinators = find_coordinators(wire, [h.transactional_id for h in pending])
         txns = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch)) for h in pending]
-        fault_point("commit.before_endtxn" if commit else "abort.before_endtxn")
         outcomes = end_txns(wire, coordinators, txns, commit)
         retry = []
         for handoff, outcome in zip(pending, outcomes, strict=True):
@@ -64,5 +76,4 @@ def finish(wire: KafkaWire, handoffs: list[TxnHandoff], *, commit: bool) -> Fini
             wire.close()  # reconnect: the drop may have been the network, not a fence
             time.sleep(0.05 * (attempt + 1))
         pending = retry
-    report.seconds = time.perf_counter() - started
     return report

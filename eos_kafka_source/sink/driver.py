@@ -106,6 +106,7 @@ class DriverProtocol:
                                           handoffs)
                 pool = self.decisions.pool()
                 self._refuse_superseded(handoffs, pool)
+                fault_point("commit.before_decision")
                 self.decisions.decide(batch_id, [h for h in handoffs if h.open])
             fault_point("commit.after_decision")
             report = finish(wire, handoffs, commit=True)
@@ -114,6 +115,7 @@ class DriverProtocol:
             if self.decisions is not None and batch_id is not None:
                 fault_point("commit.before_done")
                 self.decisions.mark_done(batch_id)
+                fault_point("commit.after_done")
                 self._after_commit(wire, tasks)
                 self.decisions.prune()
         report.seconds = time.perf_counter() - started

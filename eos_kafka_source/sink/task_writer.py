@@ -87,6 +87,7 @@ class TaskWriter:
     def write_batches(self, batches: Iterable[pa.RecordBatch]) -> None:
         for batch in batches:
             self.write_batch(batch)
+            fault_point("write.after_batch", task=self.context.get("task_partition"))
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         rows = unpack(batch)

@@ -13,7 +13,15 @@ from .cluster import (
     require_topics,
 )
 from .connection import KafkaWire
-from .fetch import Bounds, Chunk, LogCursor, fetch, fetch_bounds, list_earliest
+from .fetch import (
+    Bounds,
+    Chunk,
+    LogCursor,
+    fetch,
+    fetch_bounds,
+    list_earliest,
+    list_offsets_for_times,
+)
 from .txn import (
     TXN_PROTOCOL,
     EndTxnOutcome,
@@ -30,6 +38,7 @@ __all__ = [
     "TXN_PROTOCOL", "Bounds", "Chunk", "EndTxnOutcome", "KafkaWire", "LogCursor",
     "ProducerIdentity", "TopicInfo", "TopicPartition", "add_partitions_to_txn", "create_partitions", "create_topic",
     "end_txns", "fetch", "fetch_bounds", "fetch_metadata", "find_coordinator", "find_coordinators",
-    "init_idempotent", "init_producer_ids", "leader_of", "list_earliest", "matching_topics",
+    "init_idempotent", "init_producer_ids", "leader_of", "list_earliest",
+    "list_offsets_for_times", "matching_topics",
     "produce_errors", "produce_request", "require_topics",
 ]

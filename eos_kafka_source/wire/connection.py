@@ -18,7 +18,7 @@ import kafka.errors as kerrors
 from kafka.net.compat import KafkaNetClient
 
 from ..client_config import ClientConfig
-from ..errors import BrokerUnreachableError, ConnectionDroppedError, TimeoutError_
+from ..errors import BrokerUnreachableError, ConnectionDroppedError, TimeoutError_, for_code
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,13 @@ class KafkaWire:
     def version(self, request_cls: Any) -> int:
         """The highest version both sides speak, capped by :data:`VERSION_CAPS`."""
         cap = VERSION_CAPS.get(request_cls.__name__)
-        return int(self.client.api_version(request_cls, max_version=cap))
+        try:
+            return int(self.client.api_version(request_cls, max_version=cap))
+        except kerrors.IncompatibleBrokerVersion:
+            raise for_code(35)(
+                f"{request_cls.__name__.removesuffix('Request')}: the broker does not support "
+                "this request"
+            ) from None
 
     def any_node(self) -> int:
         node = self.client.least_loaded_node(bootstrap_fallback=True)

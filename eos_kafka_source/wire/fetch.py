@@ -111,10 +111,25 @@ def _describe(wants: Mapping[TopicPartition, int]) -> str:
 def list_earliest(
     wire: KafkaWire, leader: int, tps: list[TopicPartition]
 ) -> dict[TopicPartition, int]:
+    return _list_offsets(wire, leader, dict.fromkeys(tps, _EARLIEST), "ListOffsets earliest")
+
+
+def list_offsets_for_times(
+    wire: KafkaWire, leader: int, times: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, int | None]:
+    """ListOffsets by timestamp (ms): the first offset whose timestamp is at or after it,
+    None when no record is that late. Known to be unreliable on Tansu (DESIGN.md section 1)."""
+    found = _list_offsets(wire, leader, times, "ListOffsets by timestamp")
+    return {tp: (off if off >= 0 else None) for tp, off in found.items()}
+
+
+def _list_offsets(
+    wire: KafkaWire, leader: int, times: Mapping[TopicPartition, int], what: str
+) -> dict[TopicPartition, int]:
     version = wire.version(ListOffsetsRequest)
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in tps:
-        by_topic.setdefault(topic, []).append(partition)
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for (topic, partition), ts in times.items():
+        by_topic.setdefault(topic, []).append((partition, ts))
     request = ListOffsetsRequest[version](
         replica_id=-1,
         isolation_level=READ_UNCOMMITTED,
@@ -123,20 +138,20 @@ def list_earliest(
                 name=t,
                 partitions=[
                     ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
-                        partition_index=p, current_leader_epoch=-1, timestamp=_EARLIEST
+                        partition_index=p, current_leader_epoch=-1, timestamp=ts
                     )
-                    for p in ps
+                    for p, ts in ps
                 ],
             )
             for t, ps in by_topic.items()
         ],
     )
-    response = wire.request(leader, request, "ListOffsets earliest")
+    response = wire.request(leader, request, what)
     out: dict[TopicPartition, int] = {}
     for topic in response.topics:
         for part in topic.partitions:
             if part.error_code:
-                raise for_code(part.error_code)(f"ListOffsets {topic.name}-{part.partition_index}")
+                raise for_code(part.error_code)(f"{what} {topic.name}-{part.partition_index}")
             out[(topic.name, part.partition_index)] = part.offset
     return out
 

@@ -1,0 +1,45 @@
+"""The batch reader behind ``spark.read.format("eoskafka")``.
+
+``partitions()`` runs in the Python planning worker under the driver JVM;
+``read(partition)`` runs on executors on an unpickled copy of the reader (the
+planner, which holds a connection, is not pickled). The range read is
+``startingOffsets`` (default earliest) to ``endingOffsets`` (default latest:
+the last stable offset under read_committed, so the read never waits on an
+open transaction), read_committed from the log's own markers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from ..options import SourceOptions
+from .partition_reader import arrow_schema_of, read_partition
+from .partitions import KafkaInputPartition
+from .planner import SourcePlanner
+from .stream_reader import to_input_partitions
+
+
+class EosKafkaBatchReader(DataSourceReader):
+    """One bounded read of the subscribed partitions."""
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+
+    def partitions(self) -> list[InputPartition]:
+        """Driver: resolve the offsets now and cut them into input partitions."""
+        planner = SourcePlanner(self.options)
+        try:
+            return to_input_partitions(self.options, planner.batch_ranges())
+        finally:
+            planner.close()
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Executor: the partition's visible records, as Arrow batches."""
+        if not isinstance(partition, KafkaInputPartition):
+            return iter(())  # Spark's placeholder when there is nothing to read
+        return read_partition(partition, arrow_schema_of(self.schema))

@@ -1,0 +1,272 @@
+"""Driver-side planning of Kafka reads: which partitions, which offsets, which ranges.
+
+Runs in the long-lived Python worker Spark starts under the driver JVM for a
+query (streaming) or in the planning worker of a batch read; never on
+executors. No Spark imports: the Spark reader classes are thin shells over this.
+
+Offsets come from Fetch responses (log start, high watermark, last stable
+offset), never from ListOffsets "latest", which is wrong on some brokers
+(DESIGN.md section 1). Under read_committed a plan never passes the LSO, so
+every transaction with records in a planned range has its marker in the log.
+
+Rules, as in Spark's Kafka source:
+
+* ``subscribe`` topics must exist; ``subscribePattern`` is re-evaluated at
+  every :meth:`SourcePlanner.latest_offsets`, so new topics and new partitions
+  join the query; ``assign`` partitions must exist.
+* A partition that joins a running query starts at offset 0 (its earliest);
+  if its log no longer starts at 0 that is data loss, like any other offsets
+  deleted before they were read: :class:`~eos_kafka_source.errors.DataLossError`,
+  or a warning and a skip with ``failOnDataLoss=false``.
+
+>>> planner = SourcePlanner(SourceOptions.parse(opts, streaming=True))  # doctest: +SKIP
+>>> start = planner.initial_offsets()
+>>> end = planner.latest_offsets(start).end
+>>> ranges = planner.plan(start, end)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..errors import ConfigError, TopicNotFoundError
+from ..offsets import (
+    OffsetRange,
+    OffsetsForTimes,
+    PartitionBounds,
+    TopicPartition,
+    cap_end_offsets,
+    check_data_loss,
+    plan_ranges,
+    resolve_ending,
+    resolve_starting,
+    tp_name,
+)
+from ..options import SourceOptions
+from ..wire import (
+    KafkaWire,
+    TopicInfo,
+    fetch_bounds,
+    fetch_metadata,
+    leader_of,
+    list_offsets_for_times,
+    matching_topics,
+    require_topics,
+)
+
+log = logging.getLogger(__name__)
+
+Offsets = dict[TopicPartition, int]
+
+
+@dataclass(frozen=True)
+class Latest:
+    """What :meth:`SourcePlanner.latest_offsets` found.
+
+    ``end`` is the next batch's end (capped); ``available`` counts the offsets
+    between the (data-loss adjusted) start and the uncapped latest offsets.
+    """
+
+    end: Offsets
+    available: int
+
+
+class SourcePlanner:
+    """Plans offsets and ranges over one broker connection; ``close()`` when done.
+
+    Not picklable (it holds a connection); keep it on the reader object that
+    lives in the driver-side worker, and create it lazily.
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._wire: KafkaWire | None = None
+
+    @property
+    def wire(self) -> KafkaWire:
+        if self._wire is None:
+            self._wire = KafkaWire(self.options.client)
+        return self._wire
+
+    def close(self) -> None:
+        wire, self._wire = self._wire, None
+        if wire is not None:
+            wire.close()
+
+    # -- partitions and bounds -------------------------------------------------------------
+
+    def leaders(self) -> dict[TopicPartition, int]:
+        """Every partition the subscription reads now, with its leader.
+
+        Raises TopicNotFoundError for a ``subscribe``/``assign`` topic (or an
+        assigned partition) that does not exist.
+        """
+        sub = self.options.subscription
+        if sub.kind == "subscribePattern":
+            info = matching_topics(self.wire, sub.pattern or "")
+        elif sub.kind == "subscribe":
+            info = require_topics(self.wire, list(sub.topics))
+        else:
+            info = require_topics(self.wire, sorted({t for t, _ in sub.assigned}))
+            missing = [tp for tp in sub.assigned if tp[1] not in info[tp[0]].leaders]
+            if missing:
+                raise TopicNotFoundError(
+                    f"assign names partition(s) {', '.join(tp_name(tp) for tp in missing)} "
+                    "that do not exist; fix the assign option or add partitions to the topic"
+                )
+            return {tp: leader_of(info, tp) for tp in sub.assigned}
+        return _all_leaders(info)
+
+    def bounds(
+        self,
+        leaders: Mapping[TopicPartition, int],
+        hints: Mapping[TopicPartition, int] | None = None,
+    ) -> dict[TopicPartition, PartitionBounds]:
+        """Log start, high watermark and LSO of each partition (one Fetch per leader)."""
+        found = fetch_bounds(self.wire, leaders, hints)
+        return {
+            tp: PartitionBounds(b.log_start, b.high_watermark, b.last_stable)
+            for tp, b in found.items()
+        }
+
+    def _offsets_for_times(self, leaders: Mapping[TopicPartition, int]) -> OffsetsForTimes:
+        def lookup(times: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
+            by_leader: dict[int, dict[TopicPartition, int]] = {}
+            for tp, ts in times.items():
+                by_leader.setdefault(leaders[tp], {})[tp] = ts
+            out: dict[TopicPartition, int | None] = {}
+            for leader, wanted in by_leader.items():
+                out.update(list_offsets_for_times(self.wire, leader, wanted))
+            return out
+
+        return lookup
+
+    # -- streaming ---------------------------------------------------------------------------
+
+    def initial_offsets(self) -> Offsets:
+        """Where a new query starts (``startingOffsets`` & co., resolved against the log now)."""
+        leaders = self.leaders()
+        bounds = self.bounds(leaders)
+        return resolve_starting(
+            self.options.starting, leaders, bounds,
+            read_committed=self.options.read_committed,
+            offsets_for_times=self._offsets_for_times(leaders),
+        )
+
+    def latest_offsets(
+        self,
+        start: Mapping[TopicPartition, int],
+        max_offsets: int | None = None,
+        *,
+        target: Mapping[TopicPartition, int] | None = None,
+    ) -> Latest:
+        """The end of the next batch after ``start``: the LSO (read_committed) or the high
+        watermark of every partition read now, capped to ``max_offsets`` in total.
+
+        Partitions not in ``start`` are new and start at 0. ``target`` (Trigger.AvailableNow)
+        bounds every end and leaves out partitions that appeared after it was taken. A
+        partition whose latest offset is below its start keeps its start, unless its
+        start lies beyond the log (deleted and recreated): then the end is counted from
+        the log start and :meth:`plan` reports the loss.
+        """
+        leaders = self.leaders()
+        if target is not None:
+            leaders = {tp: leader for tp, leader in leaders.items() if tp in target}
+        starts = {tp: start.get(tp, 0) for tp in leaders}
+        bounds = self.bounds(leaders, hints=starts)
+        base, _ = check_data_loss(starts, bounds, fail_on_data_loss=False)
+        latest = {tp: b.latest(self.options.read_committed) for tp, b in bounds.items()}
+        if target is not None:
+            latest = {tp: min(end, target[tp]) for tp, end in latest.items()}
+        available = sum(max(0, latest[tp] - base[tp]) for tp in latest)
+        return Latest(cap_end_offsets(base, latest, max_offsets), available)
+
+    def plan(
+        self, start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]
+    ) -> list[OffsetRange]:
+        """Ranges of the batch ``(start, end]`` of Spark's offsets, cut for input partitions.
+
+        Deterministic: a replay of the same batch gets the same ranges, unless offsets were
+        lost in between (then DataLossError, or skip and warn with failOnDataLoss=false).
+        Partitions in ``end`` but not ``start`` start at 0.
+        """
+        starts = {tp: start.get(tp, 0) for tp in set(start) | set(end)}
+        topics = sorted({t for t, _ in starts})
+        info = fetch_metadata(self.wire, topics) if topics else {}
+        leaders = {
+            tp: info[tp[0]].leaders[tp[1]]
+            for tp in starts
+            if tp[0] in info and tp[1] in info[tp[0]].leaders
+        }
+        bounds = self.bounds(leaders, hints=starts)
+        adjusted, warnings = check_data_loss(
+            starts, bounds, fail_on_data_loss=self.options.fail_on_data_loss
+        )
+        for warning in warnings:
+            log.warning("eoskafka: %s", warning)
+        ends = {tp: offset for tp, offset in end.items() if tp in adjusted}
+        begins = {tp: min(adjusted[tp], offset) for tp, offset in ends.items()}
+        return self.split(begins, ends)
+
+    def split(self, start: Offsets, end: Offsets) -> list[OffsetRange]:
+        return plan_ranges(
+            start, end,
+            min_partitions=self.options.min_partitions,
+            max_records_per_partition=self.options.max_records_per_partition,
+        )
+
+    # -- batch -------------------------------------------------------------------------------
+
+    def batch_ranges(self) -> list[OffsetRange]:
+        """The ranges of a batch read: ``startingOffsets`` (default earliest) to
+        ``endingOffsets`` (default latest: the LSO under read_committed)."""
+        options = self.options
+        if options.ending is None:
+            raise ValueError("batch_ranges needs batch options (SourceOptions streaming=False)")
+        leaders = self.leaders()
+        bounds = self.bounds(leaders)
+        lookup = self._offsets_for_times(leaders)
+        rc = options.read_committed
+        start = resolve_starting(options.starting, leaders, bounds, read_committed=rc,
+                                 offsets_for_times=lookup)
+        end = resolve_ending(options.ending, leaders, bounds, read_committed=rc,
+                             offsets_for_times=lookup)
+        explicit = dict(options.ending.per_partition) if options.ending.kind == "offsets" else {}
+        for tp, offset in end.items():
+            if explicit.get(tp, -1) >= 0 and offset > bounds[tp].latest(rc):
+                raise ConfigError(_past_latest(tp, offset, bounds[tp], rc))
+        start, warnings = check_data_loss(
+            start, bounds, fail_on_data_loss=options.fail_on_data_loss
+        )
+        for warning in warnings:
+            log.warning("eoskafka: %s", warning)
+        for tp, offset in sorted(start.items()):
+            if offset > end[tp]:
+                if explicit.get(tp, -1) >= 0:
+                    raise ConfigError(
+                        f"{tp_name(tp)}: the start offset {offset} is after endingOffsets "
+                        f"{end[tp]}; make startingOffsets <= endingOffsets"
+                    )
+                start[tp] = end[tp]  # e.g. a start past an open transaction: nothing to read
+        return self.split(start, {tp: end[tp] for tp in start})
+
+
+def _all_leaders(info: Mapping[str, TopicInfo]) -> dict[TopicPartition, int]:
+    return {
+        (name, p): leader_of(info, (name, p)) for name, topic in info.items() for p in topic.leaders
+    }
+
+
+def _past_latest(tp: TopicPartition, offset: int, b: PartitionBounds, rc: bool) -> str:
+    if rc and offset <= b.high_watermark:
+        return (
+            f"endingOffsets for {tp_name(tp)} is {offset}, past the last stable offset "
+            f"{b.last_stable}: a transaction is still open there, so what it holds is not "
+            "decided yet. End at or before the LSO (use -1 for latest), or wait for it to end"
+        )
+    return (
+        f"endingOffsets for {tp_name(tp)} is {offset}, past the end of the log "
+        f"({b.high_watermark}); use -1 for latest or an offset that exists"
+    )

@@ -1,0 +1,207 @@
+"""The streaming reader Spark drives for ``spark.readStream.format("eoskafka")``.
+
+Where each hook runs (DESIGN.md section 3):
+
+* ``initialOffset``, ``latestOffset``, ``getDefaultReadLimit``,
+  ``prepareForTriggerAvailableNow``, ``partitions``, ``commit``, ``stop``: one
+  long-lived Python worker under the driver JVM per query run. The reader
+  object (and its broker connection, in the planner) lives there across
+  batches; it is lost on restart, so nothing here is needed for correctness
+  after one: the checkpoint's offsets are.
+* ``read``: an executor Python worker, on a fresh unpickled copy of a reader
+  (so the reader must pickle; the planner is dropped when it does).
+
+Offsets in the checkpoint are JSON shaped like Spark's Kafka source,
+``{"topic": {"0": 23}}``: the next offset to read of every partition.
+
+Versions. pyspark 4.2+ calls ``latestOffset(start, limit)`` with a read limit
+from :meth:`getDefaultReadLimit` (``maxOffsetsPerTrigger`` becomes
+``ReadMaxRows``; batch sizes are exact) and supports ``Trigger.AvailableNow``
+through :meth:`prepareForTriggerAvailableNow`. pyspark 4.0/4.1 call
+``latestOffset()`` with no arguments: the reader then caps from the last end
+it knows (its own last answer, the last planned batch, or the initial
+offsets), which gives the same batches in a running query. There a Python
+source cannot declare AvailableNow support: set
+``spark.sql.streaming.triggerAvailableNowWrapper.enabled=true`` so
+``Trigger.AvailableNow`` reads everything available at start (without it Spark
+runs a single batch), and note that with the wrapper on 4.0/4.1 the target is
+taken through ``latestOffset()``, so ``maxOffsetsPerTrigger`` also bounds what
+that AvailableNow run reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.types import StructType
+
+from ..offsets import from_spark_offset, to_spark_offset
+from ..options import SourceOptions
+from .partition_reader import arrow_schema_of, read_partition
+from .partitions import KafkaInputPartition
+from .planner import Offsets, SourcePlanner
+
+try:  # pyspark >= 4.2
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+    HAS_READ_LIMITS = True
+except ImportError:  # pyspark 4.0 / 4.1: no read limits, no AvailableNow mixin
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """Stand-in so the class statement below works on every pyspark version."""
+
+    HAS_READ_LIMITS = False
+
+log = logging.getLogger(__name__)
+
+
+class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reader over Kafka, read_committed from the log's own markers.
+
+    Created by :meth:`EosKafkaDataSource.streamReader` in the driver-side worker.
+    """
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self._planner: SourcePlanner | None = None
+        self._initial: Offsets | None = None
+        #: pyspark < 4.2 only: the end of the last batch Spark knows of (see module doc).
+        self._known_end: Offsets | None = None
+        #: Trigger.AvailableNow: the offsets current when the query started.
+        self._target: Offsets | None = None
+        self._last_trigger = time.monotonic()
+
+    # -- pickling: the planner holds a socket and stays on the driver ----------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_planner"] = None
+        return state
+
+    @property
+    def planner(self) -> SourcePlanner:
+        if self._planner is None:
+            self._planner = SourcePlanner(self.options)
+        return self._planner
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    def initialOffset(self) -> dict:
+        return to_spark_offset(self._initial_offsets())
+
+    def _initial_offsets(self) -> Offsets:
+        # Resolved once: "latest" must mean the same thing in initialOffset and in a
+        # latestOffset that pyspark 4.0 may call before it.
+        if self._initial is None:
+            self._initial = self.planner.initial_offsets()
+        return self._initial
+
+    def getDefaultReadLimit(self) -> Any:
+        """pyspark >= 4.2: ``maxOffsetsPerTrigger`` as ReadMaxRows (else minOffsetsPerTrigger
+        as ReadMinRows, else everything available)."""
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+        if self.options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
+        """The end of the next batch. ``start``/``limit`` come from pyspark >= 4.2;
+        older versions call this with neither (module doc)."""
+        if start is None:
+            base = self._known_end if self._known_end is not None else self._initial_offsets()
+            max_offsets = self.options.max_offsets_per_trigger
+            use_min = True
+        else:
+            base = from_spark_offset(start)
+            max_offsets, use_min = _limits(limit)
+        latest = self.planner.latest_offsets(base, max_offsets, target=self._target)
+        end = latest.end
+        if use_min and self._target is None and self._too_early(latest.available):
+            end = dict(base)
+        elif end != base:
+            self._last_trigger = time.monotonic()
+        if start is None:
+            self._known_end = end
+        return to_spark_offset(end)
+
+    def _too_early(self, available: int) -> bool:
+        """minOffsetsPerTrigger: wait for more offsets, up to maxTriggerDelay."""
+        wanted = self.options.min_offsets_per_trigger
+        if wanted is None or available >= wanted:
+            return False
+        waited_ms = (time.monotonic() - self._last_trigger) * 1000
+        return waited_ms < self.options.max_trigger_delay_ms
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Trigger.AvailableNow (pyspark >= 4.2): fix the target at the offsets current now.
+
+        Later ``latestOffset`` calls never pass it, and partitions that appear
+        later are left for the next run.
+        """
+        self._target = self.planner.latest_offsets({}).end
+
+    # -- planning and reading --------------------------------------------------------------
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        """The input partitions of batch ``(start, end]``: exactly the planned ranges, so a
+        replayed batch reads what the original did."""
+        s, e = from_spark_offset(start), from_spark_offset(end)
+        if self._target is None:
+            self._known_end = e
+        if s == e:
+            return []
+        return to_input_partitions(self.options, self.planner.plan(s, e))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Executor: stream the partition's visible records as Arrow batches."""
+        if not isinstance(partition, KafkaInputPartition):
+            return iter(())
+        return read_partition(partition, arrow_schema_of(self.schema))
+
+    def commit(self, end: dict) -> None:
+        # Nothing to release in Kafka (no consumer group); only useful after a restart on
+        # pyspark < 4.2, where it tells the reader where the query is.
+        if self._known_end is None:
+            self._known_end = from_spark_offset(end)
+
+    def stop(self) -> None:
+        planner, self._planner = self._planner, None
+        if planner is not None:
+            planner.close()
+
+
+def to_input_partitions(options: SourceOptions, ranges: Sequence[Any]) -> list[InputPartition]:
+    """Offset ranges -> picklable input partitions carrying what the executor needs."""
+    return [
+        KafkaInputPartition(
+            r.topic, r.partition, r.start, r.end, options.client,
+            read_committed=options.read_committed,
+            include_headers=options.include_headers,
+            fetch_max_bytes=options.fetch_max_bytes,
+            poll_timeout_ms=options.poll_timeout_ms,
+            fail_on_data_loss=options.fail_on_data_loss,
+        )
+        for r in ranges
+    ]
+
+
+def _is(limit: Any, name: str) -> bool:
+    return type(limit).__name__ == name
+
+
+def _limits(limit: Any) -> tuple[int | None, bool]:
+    """(max offsets, whether minOffsetsPerTrigger applies) for a pyspark 4.2+ ReadLimit."""
+    if _is(limit, "ReadMaxRows"):
+        return int(limit.max_rows), True
+    if _is(limit, "ReadMinRows"):
+        return None, True
+    return None, False  # ReadAllAvailable (or a limit that does not count records)

@@ -1,0 +1,53 @@
+"""A streaming pipeline run as its own driver process, so tests can kill it.
+
+eoskafka source (read_committed) -> transform -> eoskafka exactly-once sink,
+Trigger.AvailableNow, checkpoint on disk. Faults come from EOSKAFKA_TEST_FAULTS.
+
+    python pipeline_job.py BOOTSTRAP INPUT OUTPUT CHECKPOINT [MAX_OFFSETS] [MASTER]
+"""
+
+from __future__ import annotations
+
+import sys
+
+from pyspark.sql import SparkSession
+
+
+def main(argv: list[str]) -> int:
+    bootstrap, source, sink, checkpoint = argv[:4]
+    max_offsets = argv[4] if len(argv) > 4 else "0"
+    master = argv[5] if len(argv) > 5 else "local[2,3]"
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("eoskafka-pipeline-job")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.streaming.triggerAvailableNowWrapper.enabled", "true")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    reader = (
+        spark.readStream.format("eoskafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+    )
+    if max_offsets != "0":
+        reader = reader.option("maxOffsetsPerTrigger", max_offsets)
+    query = (
+        reader.load()
+        .selectExpr("key", "value")
+        .writeStream.format("eoskafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", sink)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

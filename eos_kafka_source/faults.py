@@ -72,12 +72,30 @@ def fault_point(name: str, *, task: int | None = None) -> None:
         _act(action, name)
 
 
+def _java_ancestor() -> int | None:
+    """The nearest ancestor process running java (Spark's JVM), from /proc."""
+    pid = os.getppid()
+    while pid > 1:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        if name == "java":
+            return pid
+        pid = int(stat[stat.rindex(")") + 2 :].split()[1])
+    return None
+
+
 def _act(action: str, name: str) -> None:
     if action == "raise":
         raise InjectedFault(f"injected fault at {name}")
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     if action == "killgroup":
+        jvm = _java_ancestor()
+        if jvm is not None:
+            os.killpg(os.getpgid(jvm), signal.SIGKILL)
         os.killpg(os.getpgid(0), signal.SIGKILL)
     if action.startswith("block:"):
         path = action.split(":", 1)[1]

@@ -8,6 +8,7 @@ Trigger.AvailableNow, checkpoint on disk. Faults come from EOSKAFKA_TEST_FAULTS.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from pyspark.sql import SparkSession
@@ -17,6 +18,7 @@ def main(argv: list[str]) -> int:
     bootstrap, source, sink, checkpoint = argv[:4]
     max_offsets = argv[4] if len(argv) > 4 else "0"
     master = argv[5] if len(argv) > 5 else "local[2,3]"
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv
     spark = (
         SparkSession.builder.master(master)
         .appName("eoskafka-pipeline-job")

@@ -109,7 +109,8 @@ def test_batch_read_offsets_keys_and_headers(spark, bootstrap, unique) -> None:
     finally:
         producer.close(timeout=10)
     df = reader(spark, bootstrap, unique, includeHeaders="true",
-                startingOffsets=f'{{"{unique}":{{"0":1}}}}', endingOffsets=f'{{"{unique}":{{"0":4}}}}')
+                startingOffsets=f'{{"{unique}":{{"0":1}}}}',
+                endingOffsets=f'{{"{unique}":{{"0":4}}}}')
     assert df.schema.simpleString() == (
         "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,"
         "timestamp:timestamp,timestampType:int,headers:array<struct<key:string,value:binary>>>")

@@ -1,0 +1,104 @@
+"""The driver killed (SIGKILL) or failing at each step of a commit, then restarted.
+
+Each case runs tests/spark/pipeline_job.py as its own driver process
+(eoskafka source -> eoskafka sink, checkpoint on disk), arms one fault point
+so it fires once, and runs the job again from the checkpoint. The committed
+view of the output must hold every committed input record exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.kafka_helpers import TxnWriter, create_topic
+from tests.oracle import assert_no_open_transactions, committed_view
+
+pytestmark = [pytest.mark.spark, pytest.mark.faults]
+
+JOB = Path(__file__).with_name("pipeline_job.py")
+ROOT = Path(__file__).parents[2]
+
+
+def _input(bootstrap: str, topic: str, unique: str) -> Counter[bytes]:
+    """Committed and aborted transactions over three partitions; returns what is committed."""
+    create_topic(bootstrap, topic, partitions=3)
+    with TxnWriter(bootstrap, f"{unique}-feed-a") as a, TxnWriter(bootstrap, f"{unique}-feed-b") as b:
+        for round_ in range(2):
+            for p in range(3):
+                a.committed(topic, [f"a{round_}-{p}-{i}".encode() for i in range(40)], partition=p)
+                b.aborted(topic, [f"x{round_}-{p}-{i}".encode() for i in range(10)], partition=p)
+    return _committed(bootstrap, topic)
+
+
+def _committed(bootstrap: str, topic: str) -> Counter[bytes]:
+    return Counter(v for pv in committed_view(bootstrap, topic).values()
+                   for v in pv.committed_values)
+
+
+def _run(bootstrap: str, src: str, out: str, ckpt: Path, faults: str = "") -> int:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("EOSKAFKA_TEST_FAULTS_FILE", None)
+    if faults:
+        env["EOSKAFKA_TEST_FAULTS"] = faults
+    proc = subprocess.run(
+        [sys.executable, str(JOB), bootstrap, src, out, str(ckpt), "150"],
+        env=env, start_new_session=True, capture_output=True, timeout=600,
+    )
+    if proc.returncode not in (0, -9) or os.environ.get("EOSKAFKA_TEST_VERBOSE"):
+        print(proc.stdout.decode()[-3000:], proc.stderr.decode()[-6000:])
+    return proc.returncode
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "commit.before_decision",
+        "commit.after_decision",
+        "commit.between_endtxn",
+        "commit.before_done",
+        "commit.after_done",
+    ],
+)
+def test_driver_killed_at_commit_step_then_restarted(bootstrap, unique, tmp_path, point) -> None:
+    src, out = f"{unique}-in", f"{unique}-out"
+    expected = _input(bootstrap, src, unique)
+    create_topic(bootstrap, out, partitions=2)
+    flag = tmp_path / "fired"
+    killed = _run(bootstrap, src, out, tmp_path / "ckpt", f"{point}=killgroup@{flag}")
+    assert flag.exists(), f"fault {point} never fired"
+    assert killed == -9
+    assert _run(bootstrap, src, out, tmp_path / "ckpt") == 0
+    assert _committed(bootstrap, out) == expected
+    assert_no_open_transactions(bootstrap, out)
+
+
+@pytest.mark.parametrize("point", ["commit.before_decision", "commit.after_decision"])
+def test_commit_raising_once_then_restart(bootstrap, unique, tmp_path, point) -> None:
+    src, out = f"{unique}-in", f"{unique}-out"
+    expected = _input(bootstrap, src, unique)
+    create_topic(bootstrap, out, partitions=2)
+    flag = tmp_path / "fired"
+    assert _run(bootstrap, src, out, tmp_path / "ckpt", f"{point}=raise@{flag}") != 0
+    assert flag.exists()
+    assert _run(bootstrap, src, out, tmp_path / "ckpt") == 0
+    assert _committed(bootstrap, out) == expected
+    assert_no_open_transactions(bootstrap, out)
+
+
+def test_driver_killed_mid_write_leaves_nothing_open(bootstrap, unique, tmp_path) -> None:
+    """Tasks have written and flushed (open transactions) when the whole driver dies."""
+    src, out = f"{unique}-in", f"{unique}-out"
+    expected = _input(bootstrap, src, unique)
+    create_topic(bootstrap, out, partitions=2)
+    flag = tmp_path / "fired"
+    assert _run(bootstrap, src, out, tmp_path / "ckpt",
+                f"write.after_flush/0=killgroup@{flag}") == -9
+    assert _run(bootstrap, src, out, tmp_path / "ckpt") == 0
+    assert _committed(bootstrap, out) == expected
+    assert_no_open_transactions(bootstrap, out)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from ..errors import TransactionLostError
 from ..faults import fault_point
 from ..wire import KafkaWire
+from .claims import claim_prefix
 from .committer import FinishReport, finish
 from .decision_log import DecisionLog, PoolState
 from .fencing import fence, probe_beyond
@@ -40,12 +41,14 @@ class DriverProtocol:
         *,
         owner: str,
         transaction_timeout_ms: int,
+        claim_topic: str | None = None,
     ) -> None:
         self.ids = ids
         self.decisions = decisions
         self.wire_factory = wire_factory
         self.owner = owner
         self.timeout_ms = transaction_timeout_ms
+        self.claim_topic = claim_topic
         self.last_report: FinishReport | None = None
 
     # -- planning worker -----------------------------------------------------------------------
@@ -55,6 +58,8 @@ class DriverProtocol:
         if self.decisions is None:
             return
         with self.wire_factory() as wire:
+            if self.claim_topic is not None:
+                claim_prefix(wire, self.ids.prefix, self.owner, self.claim_topic)
             for decision in self.decisions.undone():
                 self._roll_forward(wire, decision.batch_id, list(decision.handoffs))
             pool = self.decisions.pool()
@@ -76,10 +81,8 @@ class DriverProtocol:
                 + ". The driver was probably down longer than kafka.transaction.timeout.ms"
             )
 
-    def _fence_pool(self, wire: KafkaWire, pool: PoolState, *, probe: bool,
-                    keep: frozenset[str] = frozenset()) -> None:
-        ids = [tid for tid in self.ids.pool(pool.size) if tid not in keep]
-        epochs = fence(wire, ids, self.timeout_ms)
+    def _fence_pool(self, wire: KafkaWire, pool: PoolState, *, probe: bool) -> None:
+        epochs = fence(wire, self.ids.pool(pool.size), self.timeout_ms)
         size = pool.size
         if probe:
             size, more = probe_beyond(wire, self.ids.for_task, pool.size, self.timeout_ms)
@@ -184,24 +187,25 @@ class DriverProtocol:
     def abort(self, batch_id: int | None, handoffs: list[TxnHandoff], tasks: int) -> None:
         """Abort a batch's transactions; tolerate a batch that was already (being) committed."""
         with self.wire_factory() as wire:
-            decided: set[str] = set()
+            decided: set[tuple[str, int]] = set()
             if self.decisions is not None and batch_id is not None:
                 previous = self.decisions.get(batch_id)
                 if previous is not None:
                     # commit() raised after the decision: the decision stands, roll forward.
                     if not previous.done:
                         self._roll_forward(wire, batch_id, list(previous.handoffs))
-                    decided = {h.transactional_id for h in previous.handoffs}
-            finish(wire, [h for h in handoffs if h.transactional_id not in decided], commit=False)
+                    decided = {(h.transactional_id, h.epoch) for h in previous.handoffs}
+            finish(wire, [h for h in handoffs if (h.transactional_id, h.epoch) not in decided],
+                   commit=False)
             if self.decisions is not None:
                 pool = self.decisions.pool()
                 pool.size = max(pool.size, tasks)
-                # Failed or stopped tasks (None messages) may hold open transactions.
-                self._fence_pool(wire, pool, probe=False, keep=frozenset(decided))
+                # Failed or stopped tasks (None messages) may hold open transactions; every
+                # decision is done by now, so no id holds a transaction waiting to commit.
+                self._fence_pool(wire, pool, probe=False)
                 pool = self.decisions.pool()
                 pool.clean = False
                 self.decisions.save_pool(pool)
             else:
-                ids = [self.ids.for_task(p) for p in range(tasks)]
-                fence(wire, [i for i in ids if i not in decided], self.timeout_ms)
+                fence(wire, [self.ids.for_task(p) for p in range(tasks)], self.timeout_ms)
 

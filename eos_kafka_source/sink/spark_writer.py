@@ -89,6 +89,8 @@ class _Writer:
             self._wire,
             owner=self.owner,
             transaction_timeout_ms=self.sink.transaction_timeout_ms,
+            # A derived prefix cannot clash; a user-chosen one is claimed on the broker.
+            claim_topic=self.sink.topic if self.sink.transactional_id_prefix else None,
         )
 
     # -- executor --------------------------------------------------------------------------

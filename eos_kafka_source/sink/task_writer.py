@@ -169,7 +169,9 @@ class TaskWriter:
         new = [tp for tp in buffers if tp not in self._in_txn]
         if new and self.transactional_id is not None:
             assert self.coordinator is not None
-            add_partitions_to_txn(self.wire, self.coordinator, self.transactional_id, self.producer, new)
+            add_partitions_to_txn(
+                self.wire, self.coordinator, self.transactional_id, self.producer, new
+            )
         self._in_txn.update(new)
         by_leader: dict[int, dict[TopicPartition, bytes]] = {}
         counts: dict[TopicPartition, int] = {}

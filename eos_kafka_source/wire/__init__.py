@@ -25,8 +25,8 @@ from .fetch import (
 from .txn import (
     TXN_PROTOCOL,
     EndTxnOutcome,
-    add_partitions_to_txn,
     ProducerIdentity,
+    add_partitions_to_txn,
     end_txns,
     init_idempotent,
     init_producer_ids,
@@ -36,9 +36,10 @@ from .txn import (
 
 __all__ = [
     "TXN_PROTOCOL", "Bounds", "Chunk", "EndTxnOutcome", "KafkaWire", "LogCursor",
-    "ProducerIdentity", "TopicInfo", "TopicPartition", "add_partitions_to_txn", "create_partitions", "create_topic",
-    "end_txns", "fetch", "fetch_bounds", "fetch_metadata", "find_coordinator", "find_coordinators",
-    "init_idempotent", "init_producer_ids", "leader_of", "list_earliest",
-    "list_offsets_for_times", "matching_topics",
-    "produce_errors", "produce_request", "require_topics",
+    "ProducerIdentity", "TopicInfo", "TopicPartition", "add_partitions_to_txn",
+    "create_partitions", "create_topic", "end_txns", "fetch", "fetch_bounds", "fetch_metadata",
+    "find_coordinator", "find_coordinators", "init_idempotent", "init_producer_ids",
+    "leader_of", "list_earliest", "list_offsets_for_times", "matching_topics", "produce_errors",
+    "produce_request",
+    "require_topics",
 ]

@@ -40,7 +40,7 @@ VERSION_CAPS: dict[str, int] = {
     "CreateTopicsRequest": 5,
     "CreatePartitionsRequest": 3,
     "OffsetCommitRequest": 7,
-    "OffsetFetchRequest": 7,
+    "OffsetFetchRequest": 7,  # v8+ batches groups; one group is all we need
     "DeleteRecordsRequest": 2,
 }
 

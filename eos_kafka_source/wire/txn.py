@@ -23,6 +23,7 @@ from .cluster import TopicPartition
 from .connection import KafkaWire
 
 TXN_PROTOCOL = 1
+_INVALID_TRANSACTION_TIMEOUT = 50
 _RETRY_CODES_BACKOFF_S = 0.05
 
 
@@ -67,6 +68,12 @@ def init_producer_ids(
             err = for_code(resp.error_code)
             if err.retriable and time.monotonic() < deadline:
                 retry.append(tid)
+            elif resp.error_code == _INVALID_TRANSACTION_TIMEOUT:
+                raise err(
+                    f"InitProducerId for {tid!r}: kafka.transaction.timeout.ms={timeout_ms} is "
+                    "more than the broker allows (transaction.max.timeout.ms, 15 minutes by "
+                    "default); lower the option or raise the broker setting"
+                )
             else:
                 raise err(f"InitProducerId for transactional id {tid!r}")
         if retry:

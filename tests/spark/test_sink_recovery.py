@@ -28,7 +28,8 @@ ROOT = Path(__file__).parents[2]
 def _input(bootstrap: str, topic: str, unique: str) -> Counter[bytes]:
     """Committed and aborted transactions over three partitions; returns what is committed."""
     create_topic(bootstrap, topic, partitions=3)
-    with TxnWriter(bootstrap, f"{unique}-feed-a") as a, TxnWriter(bootstrap, f"{unique}-feed-b") as b:
+    with (TxnWriter(bootstrap, f"{unique}-feed-a") as a,
+          TxnWriter(bootstrap, f"{unique}-feed-b") as b):
         for round_ in range(2):
             for p in range(3):
                 a.committed(topic, [f"a{round_}-{p}-{i}".encode() for i in range(40)], partition=p)

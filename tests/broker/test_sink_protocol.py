@@ -1,0 +1,222 @@
+"""The exactly-once protocol against the real broker, without Spark.
+
+TaskWriter plays the tasks, DriverProtocol the driver; each test names the
+DESIGN.md section 4 invariant it pins and checks the committed view of the
+output with the independent oracle.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.errors import (
+    IdPrefixClashError,
+    KafkaProtocolError,
+    TransactionLostError,
+)
+from eos_kafka_source.sink.decision_log import DecisionLog
+from eos_kafka_source.sink.driver import DriverProtocol
+from eos_kafka_source.sink.handoff import TxnHandoff
+from eos_kafka_source.sink.naming import TransactionalIdFactory
+from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.wire import KafkaWire
+from tests.kafka_helpers import create_topic
+from tests.oracle import assert_no_open_transactions, committed_view
+
+
+class Harness:
+    """A sink for one topic: tasks write, the driver commits; all against the broker."""
+
+    def __init__(self, bootstrap: str, topic: str, prefix: str, log_dir: Path | None,
+                 claim: bool = False) -> None:
+        self.cfg = ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap})
+        self.bootstrap, self.topic = bootstrap, topic
+        self.ids = TransactionalIdFactory(prefix)
+        self.log = DecisionLog(str(log_dir)) if log_dir else None
+        self.driver = DriverProtocol(
+            self.ids, self.log, self.wire, owner=str(log_dir), transaction_timeout_ms=60000,
+            claim_topic=topic if claim else None,
+        )
+
+    def wire(self) -> KafkaWire:
+        return KafkaWire(self.cfg)
+
+    def task(self, partition: int, values: list[bytes]) -> TxnHandoff:
+        with self.wire() as wire:
+            writer = self.open_task(wire, partition)
+            writer.write_batch(pa.RecordBatch.from_pydict({"value": values}))
+            return writer.handoff()
+
+    def open_task(self, wire: KafkaWire, partition: int) -> TaskWriter:
+        writer = TaskWriter(wire, transactional_id=self.ids.for_task(partition), topic=self.topic,
+                            transaction_timeout_ms=60000, batch_records=50,
+                            context={"task_partition": partition})
+        writer.open()
+        return writer
+
+    def committed(self) -> Counter[bytes]:
+        view = committed_view(self.bootstrap, self.topic)
+        return Counter(v for pv in view.values() for v in pv.committed_values)
+
+
+def _vals(tag: str, n: int = 30) -> list[bytes]:
+    return [f"{tag}-{i}".encode() for i in range(n)]
+
+
+@pytest.fixture
+def sink(bootstrap: str, unique: str, tmp_path: Path) -> Harness:
+    create_topic(bootstrap, unique, partitions=2)
+    h = Harness(bootstrap, unique, unique, tmp_path / "ckpt")
+    h.driver.prepare(new_run=True)
+    return h
+
+
+def test_commit_makes_every_task_visible_once(sink: Harness) -> None:
+    handoffs = [sink.task(p, _vals(f"b0t{p}")) for p in range(3)]
+    assert sink.committed() == Counter()  # open until the driver commits
+    sink.driver.commit(0, handoffs, tasks=3)
+    assert sink.committed() == Counter(_vals("b0t0") + _vals("b0t1") + _vals("b0t2"))
+    assert_no_open_transactions(sink.bootstrap, sink.topic)
+
+
+def test_invariant1_decision_recorded_before_first_endtxn(sink: Harness, faults) -> None:
+    handoffs = [sink.task(p, _vals(f"t{p}")) for p in range(2)]
+    faults("commit.after_decision=raise")
+    with pytest.raises(RuntimeError, match="injected fault"):
+        sink.driver.commit(0, handoffs, tasks=2)
+    decision = sink.log.get(0)
+    assert decision is not None and not decision.done
+    assert {h.transactional_id for h in decision.handoffs} == {sink.ids.for_task(0),
+                                                                sink.ids.for_task(1)}
+    assert sink.committed() == Counter()
+
+
+def test_invariant2_restart_rolls_decided_batch_forward_before_tasks(sink: Harness,
+                                                                     faults) -> None:
+    handoffs = [sink.task(p, _vals(f"t{p}")) for p in range(2)]
+    faults("commit.between_endtxn=raise")
+    with pytest.raises(RuntimeError):
+        sink.driver.commit(0, handoffs, tasks=2)
+    faults("")
+    assert len(sink.committed()) == 30  # half committed: a crash between two EndTxns
+    sink.driver.prepare(new_run=True)  # the restarted driver, before any task starts
+    assert sink.committed() == Counter(_vals("t0") + _vals("t1"))
+    assert sink.log.get(0).done
+    assert_no_open_transactions(sink.bootstrap, sink.topic)
+
+
+def test_invariant3_replayed_batch_id_aborts_new_work(sink: Harness) -> None:
+    sink.driver.commit(0, [sink.task(0, _vals("first"))], tasks=1)
+    replay = [sink.task(0, _vals("replay"))]
+    sink.driver.commit(0, replay, tasks=1)
+    assert sink.committed() == Counter(_vals("first"))
+    assert_no_open_transactions(sink.bootstrap, sink.topic)
+
+
+def test_invariant3_commit_twice_abort_after_commit_abort_with_none(sink: Harness) -> None:
+    handoffs = [sink.task(p, _vals(f"t{p}")) for p in range(2)]
+    sink.driver.commit(0, handoffs, tasks=2)
+    sink.driver.commit(0, handoffs, tasks=2)
+    sink.driver.abort(0, handoffs, tasks=2)
+    sink.driver.abort(1, [], tasks=2)  # abort([None, None]) of a stopped batch
+    assert sink.committed() == Counter(_vals("t0") + _vals("t1"))
+    assert_no_open_transactions(sink.bootstrap, sink.topic)
+
+
+def test_invariant4_fenced_handoff_fails_loudly_and_batch_can_replay(sink: Harness) -> None:
+    stale = sink.task(0, _vals("stale"))
+    sink.task(0, _vals("newer"))  # a later attempt of task 0 fences the hand-off above
+    with pytest.raises(TransactionLostError, match=r"replayed.*stale-|no transaction could be"):
+        sink.driver.commit(0, [stale], tasks=1)
+    assert sink.log.get(0) is None  # nothing committed: the decision is withdrawn
+    sink.driver.abort(0, [stale], tasks=1)
+    assert sink.committed() == Counter()
+    assert_no_open_transactions(sink.bootstrap, sink.topic)
+
+
+def test_invariant4_partial_loss_names_what_was_lost(sink: Harness) -> None:
+    good = sink.task(0, _vals("good"))
+    stale = sink.task(1, _vals("lost"))
+    sink.task(1, _vals("zombie-fencer"))
+    with pytest.raises(TransactionLostError) as err:
+        sink.driver.commit(0, [good, stale], tasks=2)
+    message = str(err.value)
+    assert "LOST" in message and sink.ids.for_task(1) in message and "30 records" in message
+    sink.driver.abort(0, [good, stale], tasks=2)
+    assert sink.committed() == Counter(_vals("good"))
+    assert_no_open_transactions(sink.bootstrap, sink.topic)
+
+
+def test_invariant5_zombie_keeps_writing_after_being_fenced(sink: Harness) -> None:
+    with sink.wire() as zombie_wire, sink.wire() as winner_wire:
+        zombie = sink.open_task(zombie_wire, 0)
+        zombie.write_batch(pa.RecordBatch.from_pydict({"value": _vals("zombie")}))
+        zombie.flush()
+        winner = sink.open_task(winner_wire, 0)  # the retry: same id, new epoch
+        winner.write_batch(pa.RecordBatch.from_pydict({"value": _vals("winner")}))
+        with pytest.raises(KafkaProtocolError) as err:
+            zombie.write_batch(pa.RecordBatch.from_pydict({"value": _vals("zombie-late")}))
+            zombie.flush()
+        assert err.value.code in (47, 90)  # INVALID_PRODUCER_EPOCH / PRODUCER_FENCED
+        sink.driver.commit(0, [winner.handoff()], tasks=1)
+    assert sink.committed() == Counter(_vals("winner"))
+    assert_no_open_transactions(sink.bootstrap, sink.topic)
+
+
+def test_invariant5_lingering_transactions_fenced_at_query_start(sink: Harness,
+                                                                  bootstrap: str) -> None:
+    sink.driver.commit(0, [sink.task(p, _vals(f"ok{p}")) for p in range(3)], tasks=3)
+    for p in range(3):
+        sink.task(p, _vals(f"killed{p}"))  # a killed run's tasks: open, never handed over
+    assert sum(len(pv.open) for pv in committed_view(bootstrap, sink.topic).values()) == 90
+    sink.driver.prepare(new_run=True)
+    assert sink.committed() == Counter(_vals("ok0") + _vals("ok1") + _vals("ok2"))
+    assert_no_open_transactions(sink.bootstrap, sink.topic)
+
+
+def test_invariant5_ids_beyond_recorded_pool_found_by_probing(sink: Harness) -> None:
+    sink.driver.commit(0, [sink.task(0, _vals("ok"))], tasks=1)
+    sink.task(5, _vals("wide"))  # a killed batch with more tasks than any committed one
+    sink.driver.prepare(new_run=True)
+    assert sink.committed() == Counter(_vals("ok"))
+    assert_no_open_transactions(sink.bootstrap, sink.topic)
+
+
+def test_invariant5_pool_does_not_grow_with_batches(sink: Harness) -> None:
+    for batch in range(6):
+        sink.driver.commit(batch, [sink.task(p, _vals(f"b{batch}p{p}", 3)) for p in range(2)],
+                           tasks=2)
+        sink.driver.prepare(new_run=False)
+    assert sink.log.pool().size == 2
+    assert len(sink.committed()) == 36
+
+
+def test_invariant5_superseded_epoch_refused(sink: Harness) -> None:
+    old = sink.task(0, _vals("old"))
+    sink.driver.abort(0, [], tasks=1)  # fences the pool: the old attempt is now a zombie
+    with pytest.raises(TransactionLostError, match="already fenced"):
+        sink.driver.commit(1, [old], tasks=1)
+    assert sink.committed() == Counter()
+
+
+def test_invariant7_user_prefix_claimed_against_other_queries(bootstrap, unique, tmp_path):
+    create_topic(bootstrap, unique)
+    first = Harness(bootstrap, unique, f"{unique}-shared", tmp_path / "q1", claim=True)
+    first.driver.prepare(new_run=True)
+    first.driver.prepare(new_run=True)  # the same query again: fine
+    second = Harness(bootstrap, unique, f"{unique}-shared", tmp_path / "q2", claim=True)
+    with pytest.raises(IdPrefixClashError, match="already used by another query"):
+        second.driver.prepare(new_run=True)
+
+
+def test_batch_write_without_decision_log(bootstrap: str, unique: str) -> None:
+    create_topic(bootstrap, unique)
+    h = Harness(bootstrap, unique, unique, None)
+    h.driver.commit(None, [h.task(p, _vals(f"t{p}")) for p in range(2)], tasks=2)
+    assert h.committed() == Counter(_vals("t0") + _vals("t1"))
+    assert_no_open_transactions(bootstrap, unique)

@@ -1,0 +1,111 @@
+"""The executor-side partition reader over a fake log: compacted gaps, retention while
+reading (failOnDataLoss), batch sizing and the Arrow schema Spark checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.errors import DataLossError
+from eos_kafka_source.records import encode_batch, iter_batches
+from eos_kafka_source.records.decode import arrow_schema
+from eos_kafka_source.source import partition_reader as pr
+from eos_kafka_source.source.partitions import KafkaInputPartition
+from eos_kafka_source.wire import Bounds, TopicInfo
+
+
+class FakeLog:
+    """Plain batches at chosen offsets; ``drop_after`` moves the log start mid-read."""
+
+    def __init__(self, offsets: list[list[int]]) -> None:
+        self.batches = []
+        for group in offsets:
+            raw = encode_batch([None] * len(group), [f"v{o}".encode() for o in group],
+                               1_700_000_000_000, base_offset=group[0])
+            self.batches.extend(iter_batches(raw))
+        self.log_start = 0
+        self.drop_after: tuple[int, int] | None = None  # (after N batches served, new start)
+        self.served = 0
+
+    def cursor(self, _wire, _leader, tp, offset, stop, **_kw):
+        log = self
+
+        class Cursor:
+            aborted_hints: list = []
+
+            def __iter__(self):
+                position = offset
+                for header, view in log.batches:
+                    if header.last_offset < position:
+                        continue
+                    if header.base_offset >= stop:
+                        return
+                    if position < log.log_start:
+                        raise DataLossError(f"{tp}: offset {position} is no longer in the log")
+                    yield header, view
+                    position = header.last_offset + 1
+                    log.served += 1
+                    if log.drop_after and log.served == log.drop_after[0]:
+                        log.log_start = log.drop_after[1]
+
+        return Cursor()
+
+
+class FakeWire:
+    def __init__(self, _config) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def log(monkeypatch) -> FakeLog:
+    fake = FakeLog([[0, 1], [5, 6], [9]])  # offsets 2-4 and 7-8 compacted away
+    monkeypatch.setattr(pr, "KafkaWire", FakeWire)
+    monkeypatch.setattr(pr, "fetch_metadata", lambda _w, topics: {"t": TopicInfo("t", {0: 1})})
+    monkeypatch.setattr(pr, "LogCursor", fake.cursor)
+    monkeypatch.setattr(pr, "fetch_bounds",
+                        lambda _w, leaders, hints=None: {tp: Bounds(fake.log_start, 10, 10)
+                                                         for tp in leaders})
+    return fake
+
+
+def part(start: int, end: int, **kw: object) -> KafkaInputPartition:
+    return KafkaInputPartition("t", 0, start, end, ClientConfig(("fake:9092",)), **kw)  # type: ignore[arg-type]
+
+
+def offsets(p: KafkaInputPartition) -> list[int]:
+    return [o for batch in pr.read_partition(p) for o in batch.column("offset").to_pylist()]
+
+
+def test_compacted_gaps_are_skipped_without_data_loss(log: FakeLog) -> None:
+    assert offsets(part(0, 10)) == [0, 1, 5, 6, 9]
+    assert offsets(part(2, 5)) == []
+    assert offsets(part(3, 6)) == [5]
+    assert offsets(part(6, 9)) == [6]
+
+
+def test_retention_while_reading(log: FakeLog) -> None:
+    log.drop_after = (1, 6)
+    with pytest.raises(DataLossError, match="no longer in the log"):
+        offsets(part(0, 10))
+    log.served, log.log_start = 0, 0
+    assert offsets(part(0, 10, fail_on_data_loss=False)) == [0, 1, 6, 9]
+
+
+def test_batches_are_bounded(log: FakeLog, monkeypatch) -> None:
+    monkeypatch.setattr(pr, "BATCH_ROWS", 2)
+    sizes = [b.num_rows for b in pr.read_partition(part(0, 10))]
+    assert sizes == [2, 2, 1]
+
+
+def test_arrow_schema_is_what_spark_expects() -> None:
+    from pyspark.sql.types import StructType
+
+    from eos_kafka_source.datasource import kafka_schema
+
+    for headers in (False, True):
+        schema = kafka_schema(headers)
+        assert pr.arrow_schema_of(schema).equals(arrow_schema(headers))
+        assert isinstance(schema, StructType)

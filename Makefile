@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test test-fast test-faults lint demo bench chaos smoke-spark40 clean
+.PHONY: setup test test-fast test-faults lint demo demo-docker bench chaos smoke-spark40 clean
 
 setup: $(STAMP)
 
@@ -32,6 +32,10 @@ lint: setup
 
 demo: setup
 	$(PY) -m eos_kafka_source.demo
+
+## The same demo against real Apache Kafka in Docker (needs a running Docker engine).
+demo-docker:
+	docker/demo-docker.sh
 
 bench: setup
 	$(PY) -m benchmarks.run

@@ -35,6 +35,8 @@ class Decision:
     done: bool
     lost: tuple[str, ...] = ()
     decided_at: float = 0.0
+    #: When the batch was marked done (epoch seconds); None while it is undone.
+    done_at: float | None = None
 
 
 @dataclass
@@ -113,6 +115,7 @@ class DecisionLog:
             done is not None,
             tuple((done or {}).get("lost", ())),
             data.get("decided_at", 0.0),
+            (done or {}).get("done_at"),
         )
 
     def batch_ids(self) -> list[int]:

@@ -88,6 +88,8 @@ def test_batch_read_split_into_small_ranges(spark, bootstrap, unique) -> None:
 
 
 def test_batch_read_of_only_aborted_records_is_empty(spark, bootstrap, unique) -> None:
+    create_topic(bootstrap, f"{unique}-empty")
+    assert reader(spark, bootstrap, f"{unique}-empty").count() == 0  # no range at all
     create_topic(bootstrap, unique)
     with TxnWriter(bootstrap, f"{unique}-a") as a:
         a.aborted(unique, [b"x1", b"x2"], partition=0)

@@ -123,7 +123,8 @@ def test_many_producers_and_partitions_small_batches(spark, bootstrap, unique) -
                         w.aborted(unique, recs, partition=p)
                     else:
                         w.begin_open(unique, recs, partition=p)
-                w.commit_open() if w.in_transaction else None
+                if w.in_transaction:
+                    w.commit_open()
         writers[0].begin_open(unique, [b"still-open"], partition=2)
         q = start(df, sink)
         try:

@@ -1,0 +1,194 @@
+"""``eoskafka txns``: a sink's decision log, its id pool, and the open transactions on its topics.
+
+Exit code 1 when a decided batch is not done (its transactions may not all be
+committed) or a partition holds an open transaction (records with no marker);
+0 otherwise; 2 on a usage or connection error.
+
+``--json`` document (field names are stable; new fields may be added)::
+
+    version          1
+    checkpoint       the location given, or null
+    decision_log     <checkpoint>/eoskafka, or null
+    pool             null, or {prefix, size, owner, clean, fenced_epochs: {id: epoch}}
+    batches          one per decision kept (the last 100), oldest first:
+        batch_id, state ("done" | "undone"),
+        decided_at, done_at        epoch seconds (float); done_at null while undone
+        commit_seconds             done_at - decided_at, or null
+        transactions               hand-offs with an open transaction in the decision
+        transactions_committed     transactions - lost when done; null while undone
+        transactions_lost          len(lost) when done; null while undone
+        records, bytes             written by the batch's transactions
+        partitions                 [{topic, partition, records}]
+        lost                       descriptions of lost transactions (strings)
+        handoffs                   [{transactional_id, producer_id, epoch, task_partition,
+                                     attempt, records, bytes}]
+    undone           batch ids decided but not done
+    topics           topics checked on the broker ([] when no broker was given)
+    partitions       [{topic, partition, log_start, last_stable, high_watermark, lso_lag,
+                       open: [{producer_id, producer_epoch, transactional_id, first_offset,
+                               last_offset, records, batches}]}]
+    open_transactions  number of open transactions found
+    ok               false when the exit code is 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from . import _common as c
+from ._scan import partitions_of, scan_headers
+
+HELP = "show a sink's decision log, id pool and open transactions"
+EPILOG = """\
+examples:
+  eoskafka txns --checkpoint /chk/orders
+  eoskafka txns --checkpoint s3://bucket/chk/orders -b kafka:9092 --topic orders --json
+  eoskafka txns -b kafka:9092 --topic orders          # open transactions only
+
+With a broker but no --topic, the topics are those the decision log's hand-offs
+wrote to. Open transactions are found by reading each partition's raw log from
+the last stable offset (LSO) to the high watermark, looking at batch headers:
+a producer with transactional records and no COMMIT/ABORT marker after them
+holds the LSO back. Close them with `eoskafka fence` (on a stopped query).
+
+exit status: 0 nothing open, 1 an undone batch or an open transaction, 2 error
+"""
+
+
+def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser("txns", help=HELP, description=HELP + ".", epilog=EPILOG,
+                              parents=parents, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", metavar="PATH",
+                   help="the query's checkpointLocation (or decisionLogLocation): path or URI")
+    p.add_argument("--topic", "-t", action="append", default=[], metavar="T",
+                   help="a topic to check for open transactions (repeatable)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.checkpoint and not args.topic:
+        raise c.UsageError("give --checkpoint PATH, --topic T (with a broker), or both")
+    config = c.client_config(args, required=bool(args.topic))
+    doc: dict[str, Any] = {"checkpoint": args.checkpoint, "decision_log": None, "pool": None,
+                           "batches": [], "undone": []}
+    pid_names: dict[int, str] = {}
+    topics = list(dict.fromkeys(args.topic))
+    if args.checkpoint:
+        log = c.open_decision_log(args.checkpoint)
+        doc["decision_log"] = log.location
+        pool = log.pool()
+        doc["pool"] = {"prefix": pool.prefix, "size": pool.size, "owner": pool.owner,
+                       "clean": pool.clean, "fenced_epochs": dict(sorted(pool.fenced_epochs.items()))}
+        for batch_id in log.batch_ids():
+            decision = log.get(batch_id)
+            if decision is None:
+                continue  # pruned while we listed
+            doc["batches"].append(_batch_json(decision))
+            for h in decision.handoffs:
+                pid_names[h.producer_id] = h.transactional_id
+                if not args.topic:
+                    topics.extend(t for t, _, _ in h.partitions if t not in topics)
+        doc["undone"] = [b["batch_id"] for b in doc["batches"] if b["state"] == "undone"]
+    doc["topics"], doc["partitions"] = [], []
+    if config is not None and topics:
+        doc["topics"] = topics
+        with c.connect(config) as wire:
+            for part in partitions_of(wire, topics):
+                b = part.bounds
+                scan = scan_headers(wire, part, b.last_stable, b.high_watermark)
+                doc["partitions"].append({
+                    "topic": part.topic, "partition": part.partition,
+                    "log_start": b.log_start, "last_stable": b.last_stable,
+                    "high_watermark": b.high_watermark,
+                    "lso_lag": b.high_watermark - b.last_stable,
+                    "open": [t.to_json(pid_names.get(pid)) for pid, t in sorted(scan.open.items())],
+                })
+    doc["open_transactions"] = sum(len(p["open"]) for p in doc["partitions"])
+    doc["ok"] = not doc["undone"] and not doc["open_transactions"]
+    if args.json:
+        c.emit_json(doc)
+    else:
+        _print(doc, broker_checked=config is not None)
+    return c.EXIT_OK if doc["ok"] else c.EXIT_PROBLEM
+
+
+def _batch_json(decision: Any) -> dict[str, Any]:
+    handoffs = decision.handoffs
+    partitions: dict[tuple[str, int], int] = {}
+    for h in handoffs:
+        for topic, partition, n in h.partitions:
+            partitions[(topic, partition)] = partitions.get((topic, partition), 0) + n
+    done = decision.done
+    return {
+        "batch_id": decision.batch_id,
+        "state": "done" if done else "undone",
+        "decided_at": decision.decided_at or None,
+        "done_at": decision.done_at,
+        "commit_seconds": (round(decision.done_at - decision.decided_at, 6)
+                           if done and decision.done_at and decision.decided_at else None),
+        "transactions": len(handoffs),
+        "transactions_committed": len(handoffs) - len(decision.lost) if done else None,
+        "transactions_lost": len(decision.lost) if done else None,
+        "records": sum(h.records for h in handoffs),
+        "bytes": sum(h.bytes for h in handoffs),
+        "partitions": [{"topic": t, "partition": p, "records": n}
+                       for (t, p), n in sorted(partitions.items())],
+        "lost": list(decision.lost),
+        "handoffs": [{"transactional_id": h.transactional_id, "producer_id": h.producer_id,
+                      "epoch": h.epoch, "task_partition": h.task_partition,
+                      "attempt": h.attempt, "records": h.records, "bytes": h.bytes}
+                     for h in handoffs],
+    }
+
+
+def _print(doc: dict[str, Any], *, broker_checked: bool) -> None:
+    out = sys.stdout
+    if doc["decision_log"]:
+        pool = doc["pool"]
+        out.write(f"decision log  {doc['decision_log']}\n")
+        if pool["size"] or pool["prefix"]:
+            epochs = ", ".join(f"{k}={v}" for k, v in pool["fenced_epochs"].items()) or "none"
+            out.write(f"id pool       prefix {pool['prefix'] or '?'}, size {pool['size']}, "
+                      f"{'clean' if pool['clean'] else 'NOT clean (last batch aborted)'}\n"
+                      f"              fenced epochs: {epochs}\n")
+        else:
+            out.write("id pool       not recorded yet (the query has not started a batch)\n")
+        out.write("\n")
+        if doc["batches"]:
+            rows = [[b["batch_id"], b["state"].upper() if b["state"] == "undone" else b["state"],
+                     c.iso(b["decided_at"]),
+                     "-" if b["commit_seconds"] is None else f"{b['commit_seconds']:.3f}s",
+                     b["transactions"], "-" if b["transactions_lost"] is None
+                     else b["transactions_lost"], b["records"], b["bytes"]]
+                    for b in doc["batches"]]
+            c.table(rows, ["batch", "state", "decided at (UTC)", "commit", "txns", "lost",
+                           "records", "bytes"])
+            for b in doc["batches"]:
+                for entry in b["lost"]:
+                    out.write(f"  batch {b['batch_id']} lost: {entry}\n")
+        else:
+            out.write("no decisions recorded\n")
+        if doc["undone"]:
+            out.write(f"\nUNDONE batches {doc['undone']}: decided, their transactions may not "
+                      "all be committed. Restart the query: its driver rolls them forward "
+                      "before any task starts. Do not fence this prefix until then.\n")
+    if doc["partitions"]:
+        out.write("\n")
+        rows = []
+        for p in doc["partitions"]:
+            opens = [f"producer {o['producer_id']} epoch {o['producer_epoch']}"
+                     + (f" ({o['transactional_id']})" if o["transactional_id"] else "")
+                     + f": {o['records']} records from offset {o['first_offset']}"
+                     for o in p["open"]]
+            note = "; ".join(opens) or ("-" if not p["lso_lag"] else
+                                        "none (every transaction past the LSO has its marker)")
+            rows.append([f"{p['topic']}-{p['partition']}", p["log_start"], p["last_stable"],
+                         p["high_watermark"], note])
+        c.table(rows, ["partition", "log start", "LSO", "high watermark", "open transactions"])
+    elif doc["decision_log"] and not broker_checked:
+        out.write("\n(no broker given: open transactions not checked; add -b HOST:PORT)\n")
+    out.write("\n" + ("OK: nothing open" if doc["ok"] else
+                      f"PROBLEM: {len(doc['undone'])} undone batch(es), "
+                      f"{doc['open_transactions']} open transaction(s)") + "\n")

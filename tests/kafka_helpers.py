@@ -17,10 +17,14 @@ from types import TracebackType
 from typing import Any
 
 from kafka import KafkaProducer
+from kafka.errors import KafkaTimeoutError
 from kafka.producer.future import RecordMetadata
 
 from eos_kafka_source import wire as kwire
 from eos_kafka_source.client_config import ClientConfig
+
+#: One record's headers: (name, value) pairs (kafka-python refuses None values).
+Headers = Sequence[tuple[str, bytes]]
 
 #: Producer settings shared by every helper: no batching delay, fail fast on a dead broker.
 _PRODUCER_DEFAULTS: dict[str, Any] = {
@@ -32,7 +36,7 @@ _PRODUCER_DEFAULTS: dict[str, Any] = {
 
 @contextmanager
 def wire_for(bootstrap: str, **options: str) -> Iterator[kwire.KafkaWire]:
-    """A KafkaWire for ``bootstrap`` (extra ``kafka.*`` options by their Java names), closed after."""
+    """A KafkaWire for ``bootstrap`` (more ``kafka.*`` options by Java name), closed after."""
     config = ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap, **options})
     w = kwire.KafkaWire(config)
     try:
@@ -55,12 +59,18 @@ def _send(
     values: Sequence[bytes | None],
     partition: int | None,
     keys: Sequence[bytes | None] | None,
+    headers: Sequence[Headers] | None = None,
 ) -> list[RecordMetadata]:
     """Send, flush, and raise the first delivery error; returns each record's metadata."""
-    if keys is not None and len(keys) != len(values):
-        raise ValueError("keys and values must have the same length")
+    for name, seq in (("keys", keys), ("headers", headers)):
+        if seq is not None and len(seq) != len(values):
+            raise ValueError(f"{name} and values must have the same length")
     futures = [
-        producer.send(topic, value=v, key=None if keys is None else keys[i], partition=partition)
+        producer.send(
+            topic, value=v, partition=partition,
+            key=None if keys is None else keys[i],
+            headers=None if headers is None else list(headers[i]),
+        )
         for i, v in enumerate(values)
     ]
     producer.flush()
@@ -74,6 +84,7 @@ def write_plain(
     partition: int | None = None,
     keys: Sequence[bytes | None] | None = None,
     *,
+    headers: Sequence[Headers] | None = None,
     idempotent: bool = False,
 ) -> list[RecordMetadata]:
     """Non-transactional records (producer id -1 unless ``idempotent``)."""
@@ -82,7 +93,7 @@ def write_plain(
         **_PRODUCER_DEFAULTS,
     )  # fmt: skip
     try:
-        return _send(producer, topic, values, partition, keys)
+        return _send(producer, topic, values, partition, keys, headers)
     finally:
         producer.close(timeout=10)
 
@@ -96,9 +107,17 @@ class TxnWriter:
     it open, and nothing on Tansu ever times it out).
     """
 
-    def __init__(self, bootstrap: str, transactional_id: str, **producer_config: Any) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        transactional_id: str,
+        *,
+        end_timeout_ms: int = 30000,
+        **producer_config: Any,
+    ) -> None:
         self.bootstrap = bootstrap
         self.transactional_id = transactional_id
+        self.end_timeout_ms = end_timeout_ms
         self._config = {**_PRODUCER_DEFAULTS, **producer_config}
         self._producer: KafkaProducer | None = None
         self.in_transaction = False
@@ -130,7 +149,7 @@ class TxnWriter:
         try:
             if self.in_transaction:
                 try:
-                    producer.abort_transaction()
+                    self._end(commit=False)
                     self.in_transaction = False
                 except Exception:
                     pass  # fenced or broken: fence the id below, which aborts the transaction
@@ -174,9 +193,11 @@ class TxnWriter:
         values: Sequence[bytes | None],
         partition: int | None = None,
         keys: Sequence[bytes | None] | None = None,
+        *,
+        headers: Sequence[Headers] | None = None,
     ) -> list[RecordMetadata]:
         """One committed transaction holding ``values``."""
-        meta = self.begin_open(topic, values, partition, keys)
+        meta = self.begin_open(topic, values, partition, keys, headers=headers)
         self.commit_open()
         return meta
 
@@ -186,9 +207,11 @@ class TxnWriter:
         values: Sequence[bytes | None],
         partition: int | None = None,
         keys: Sequence[bytes | None] | None = None,
+        *,
+        headers: Sequence[Headers] | None = None,
     ) -> list[RecordMetadata]:
         """One aborted transaction whose records did reach the log (flushed before the abort)."""
-        meta = self.begin_open(topic, values, partition, keys)
+        meta = self.begin_open(topic, values, partition, keys, headers=headers)
         self.abort_open()
         return meta
 
@@ -198,21 +221,47 @@ class TxnWriter:
         values: Sequence[bytes | None],
         partition: int | None = None,
         keys: Sequence[bytes | None] | None = None,
+        *,
+        headers: Sequence[Headers] | None = None,
     ) -> list[RecordMetadata]:
         """Begin a transaction (unless one is open), write and flush ``values``, leave it open."""
         if not self.in_transaction:
             self.producer.begin_transaction()
             self.in_transaction = True
-        return _send(self.producer, topic, values, partition, keys)
+        return _send(self.producer, topic, values, partition, keys, headers)
 
     def commit_open(self) -> None:
         self._require_open()
-        self.producer.commit_transaction()
+        self._end(commit=True)
         self.in_transaction = False
 
     def abort_open(self) -> None:
         self._require_open()
-        self.producer.abort_transaction()
+        self._end(commit=False)
+        self.in_transaction = False
+
+    def _end(self, commit: bool) -> None:
+        """commit/abort_transaction with a deadline.
+
+        KafkaProducer waits on EndTxn without a timeout, and Tansu answers a fenced
+        producer's EndTxn by dropping the connection, which kafka-python retries
+        forever: a fenced writer would hang the test instead of failing it.
+        """
+        producer = self.producer
+        manager = producer._transaction_manager
+        result = manager.begin_commit() if commit else manager.begin_abort()
+        producer._sender.wakeup()
+        if not result.wait(timeout_ms=self.end_timeout_ms):
+            verb = "commit" if commit else "abort"
+            raise KafkaTimeoutError(
+                f"{verb} of transactional id {self.transactional_id!r} did not finish in "
+                f"{self.end_timeout_ms} ms (fenced? Tansu drops a fenced producer's EndTxn)"
+            )
+
+    def forget_open(self) -> None:
+        """The open transaction was ended from outside (EndTxn by another client): on exit,
+        do not abort it."""
+        self._require_open()
         self.in_transaction = False
 
     def _require_open(self) -> None:

@@ -16,10 +16,9 @@ import struct
 from dataclasses import dataclass, field
 
 from kafka.record import MemoryRecords
+from kafka_helpers import wire_for
 
 from eos_kafka_source import wire as kwire
-
-from kafka_helpers import wire_for
 
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _ABORT, _COMMIT = 0, 1
@@ -69,7 +68,9 @@ def committed_view(bootstrap: str, topic: str) -> dict[int, PartitionView]:
         }
 
 
-def _resolve(w: kwire.KafkaWire, leader: int, tp: tuple[str, int], b: kwire.Bounds) -> PartitionView:
+def _resolve(
+    w: kwire.KafkaWire, leader: int, tp: tuple[str, int], b: kwire.Bounds
+) -> PartitionView:
     view = PartitionView(high_watermark=b.high_watermark, last_stable=b.last_stable,
                          log_start=b.log_start)
     pending: dict[int, list[Rec]] = {}

@@ -41,7 +41,7 @@ def common_options() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("connection and output")
     group.add_argument(
-        "--bootstrap-server", "-b", metavar="HOST:PORT[,HOST:PORT]",
+        "--bootstrap-server", "-b", metavar="HOST:PORT",
         default=os.environ.get(ENV_BOOTSTRAP) or None,
         help=f"Kafka brokers to connect to (default: ${ENV_BOOTSTRAP})",
     )

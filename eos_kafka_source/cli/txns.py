@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         doc["decision_log"] = log.location
         pool = log.pool()
         doc["pool"] = {"prefix": pool.prefix, "size": pool.size, "owner": pool.owner,
-                       "clean": pool.clean, "fenced_epochs": dict(sorted(pool.fenced_epochs.items()))}
+                       "clean": pool.clean,
+                       "fenced_epochs": dict(sorted(pool.fenced_epochs.items()))}
         for batch_id in log.batch_ids():
             decision = log.get(batch_id)
             if decision is None:

@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 #: kafka-python's default 1 MB receive cap breaks large fetches (DESIGN.md section 2).
 RECEIVE_MAX_BYTES = 256 << 20
+#: Requests one connection may have in flight (brokers answer a connection's requests in order).
+MAX_IN_FLIGHT = 1000
 
 # Request versions are capped: Fetch v13+ needs topic ids; Produce v12+, EndTxn v5+
 # and InitProducerId v5+ switch a transaction to KIP-890 "version 2" semantics.
@@ -68,6 +70,10 @@ class KafkaWire:
         settings = self.config.to_kafka_python()
         settings["receive_message_max_bytes"] = RECEIVE_MAX_BYTES
         settings.setdefault("reconnect_backoff_max_ms", 1000)
+        # request_many() pipelines every request before waiting; with kafka-python's default
+        # of 5 in flight, the 6th send to one broker found the connection paused and failed at
+        # once (e.g. fencing a pool of 6+ ids). Produce keeps its own limit (TaskWriter).
+        settings["max_in_flight_requests_per_connection"] = MAX_IN_FLIGHT
         client = KafkaNetClient(**settings)
         deadline_ms = self.config.connect_timeout_ms
         try:

@@ -50,7 +50,9 @@ class SyntheticLog:
     at_end: str = "timeout"
     opened: list[tuple[int, int | None]] = field(default_factory=list)
 
-    def open_cursor(self, offset: int, stop: int | None) -> Iterator[tuple[BatchHeader, memoryview]]:
+    def open_cursor(
+        self, offset: int, stop: int | None
+    ) -> Iterator[tuple[BatchHeader, memoryview]]:
         """Like LogCursor: yield batches ending at or after ``offset`` while position < stop."""
         self.opened.append((offset, stop))
         return self._serve(offset, stop)
@@ -159,7 +161,9 @@ def run(
 ) -> list[tuple[BatchHeader, memoryview]]:
     # What a broker's Fetch from ``start`` lists: aborted transactions whose ABORT marker lies
     # at or after the fetch offset (Kafka's collectAbortedTransactions), as (pid, first offset).
-    pending = [(pid, first) for pid, first, marker in log.aborted if marker >= start] if hints else []
+    pending = [(pid, first) for pid, first, marker in log.aborted if marker >= start]
+    if not hints:
+        pending = []
 
     def abort_hints() -> list[tuple[int, int]]:
         out = list(pending)

@@ -1,0 +1,181 @@
+"""What every benchmark module shares: result rows, sizes, timing, test data and topics."""
+
+from __future__ import annotations
+
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from kafka.protocol.admin import DeleteTopicsRequest
+
+from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.wire import KafkaWire, create_topic
+
+VALUE_SIZE = 100
+#: Rows per Arrow batch handed to a sink task (Spark's arrow.maxRecordsPerBatch default).
+SINK_BATCH_ROWS = 10_000
+
+
+@dataclass
+class Row:
+    """One measurement: ``records`` handled in ``seconds`` (the median of ``runs``)."""
+
+    section: str
+    measure: str
+    records: int
+    seconds: float
+    runs: list[float] = field(default_factory=list)
+    reference: str = ""
+    reference_rate: float | None = None
+    target: str = ""
+    ok: bool | None = None
+    note: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.reference_rate:
+            return None
+        return self.rate / self.reference_rate
+
+    def against(self, reference: Row | None) -> Row:
+        """Set ``reference`` (a row measured in the same run) and return self."""
+        if reference is not None and reference.seconds > 0:
+            self.reference, self.reference_rate = reference.measure, reference.rate
+        return self
+
+    def target_ratio(self, minimum: float) -> Row:
+        self.target = f"≥ {minimum:.0%} of reference"
+        self.ok = None if self.ratio is None else self.ratio >= minimum
+        return self
+
+    def target_rate(self, minimum: float) -> Row:
+        self.target = f"≥ {minimum / 1000:,.0f}k records/s"
+        self.ok = self.rate >= minimum
+        return self
+
+    def target_seconds(self, maximum: float) -> Row:
+        self.target = f"≤ {maximum * 1000:.0f} ms"
+        self.ok = self.seconds <= maximum
+        return self
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Data sizes of one run; ``records`` scales all of them."""
+
+    records: int
+    runs: int = 3
+    commit_batches: int = 5
+    commit_tasks: tuple[int, ...] = (1, 8, 64)
+
+    @property
+    def source_1p(self) -> int:
+        return self.records
+
+    @property
+    def source_8p_each(self) -> int:
+        return max(1, self.records // 8)
+
+    @property
+    def sink(self) -> int:
+        return 2 * self.records
+
+    @property
+    def sink_kafka_python(self) -> int:
+        """kafka-python writes ~50k records/s: a tenth of the data keeps the run short."""
+        return max(1_000, self.sink // 10)
+
+    @property
+    def spark_sink(self) -> int:
+        return self.records
+
+    @property
+    def warmup(self) -> int:
+        return max(1_000, min(self.records // 10, 100_000))
+
+
+def client(bootstrap: str) -> ClientConfig:
+    return ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap})
+
+
+def unique(name: str) -> str:
+    return f"bench-{name}-{uuid.uuid4().hex[:8]}"
+
+
+def new_topic(cfg: ClientConfig, name: str, partitions: int) -> str:
+    topic = unique(name)
+    with KafkaWire(cfg) as wire:
+        create_topic(wire, topic, partitions)
+    return topic
+
+
+def delete_topic(cfg: ClientConfig, topic: str) -> None:
+    """Drop a topic so the in-memory broker frees its records (Tansu does on delete)."""
+    with KafkaWire(cfg) as wire:
+        version = wire.client.api_version(DeleteTopicsRequest, max_version=5)
+        request = DeleteTopicsRequest[version](topic_names=[topic], timeout_ms=10_000)
+        wire.request(wire.any_node(), request, f"DeleteTopics {topic}")
+
+
+def values_array(n: int, offset: int = 0) -> pa.Array:
+    """``n`` distinct 100-byte binary values (a 12-digit counter, then filler)."""
+    fill = b"v" * (VALUE_SIZE - 12)
+    buf = b"".join(b"%012d" % i + fill for i in range(offset, offset + n))
+    fixed = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(VALUE_SIZE), n, [None, pa.py_buffer(buf)]
+    )
+    return fixed.cast(pa.binary())
+
+
+def value_batches(n: int, rows: int = SINK_BATCH_ROWS) -> list[pa.RecordBatch]:
+    """The sink's input: Arrow batches with one binary ``value`` column, keys absent."""
+    values = values_array(n)
+    return [
+        pa.RecordBatch.from_arrays([values.slice(i, rows)], names=["value"])
+        for i in range(0, n, rows)
+    ]
+
+
+#: A measured step: does its own untimed setup, times the work, returns (records, seconds).
+Timed = Callable[[], tuple[int, float]]
+
+
+def timed(fn: Callable[[], int]) -> Timed:
+    """Time all of ``fn`` (which returns the records it handled)."""
+
+    def run() -> tuple[int, float]:
+        started = time.perf_counter()
+        records = fn()
+        return records, time.perf_counter() - started
+
+    return run
+
+
+def measure_rounds(
+    variants: Sequence[tuple[str, Timed]],
+    runs: int,
+    warmup: Sequence[tuple[str, Timed]] | None = None,
+) -> dict[str, tuple[int, list[float]]]:
+    """Warm each variant up once, then time ``runs`` rounds, interleaving the variants so
+    background load hits them alike."""
+    for _, fn in warmup if warmup is not None else variants:
+        fn()
+    out: dict[str, tuple[int, list[float]]] = {name: (0, []) for name, _ in variants}
+    for _ in range(runs):
+        for name, fn in variants:
+            records, elapsed = fn()
+            out[name] = (records, [*out[name][1], elapsed])
+    return out
+
+
+def row_of(section: str, name: str, result: tuple[int, list[float]], note: str = "") -> Row:
+    records, times = result
+    return Row(section, name, records, statistics.median(times), [round(t, 4) for t in times],
+               note=note)

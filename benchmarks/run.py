@@ -1,0 +1,159 @@
+"""Entry point: ``python -m benchmarks.run [--quick] [--records N] [--out PATH] [--profile]``.
+
+Starts one embedded broker for the whole run, measures the per-task source and
+sink paths without Spark (each against references measured in the same run),
+the driver's commit time, then both directions through a local[2] Spark
+session; prints every row and writes ``bench-results/latest.md`` + ``.json``.
+Benchmarks are not tests: a missed target is reported, not failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from eos_kafka_source.broker import EmbeddedBroker
+from eos_kafka_source.client_config import ClientConfig
+
+from . import sink, source
+from .common import Row, Sizes, client, delete_topic, new_topic, value_batches
+from .report import environment, print_row, save
+
+DEFAULT_OUT = Path("bench-results/latest.md")
+FULL_RECORDS = 1_000_000
+QUICK_RECORDS = 50_000
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a small smoke run ({QUICK_RECORDS:,} records, under a minute)")
+    parser.add_argument("--records", type=int, default=None,
+                        help=f"base data size: the 1-partition source reads N, the 8-partition "
+                             f"source N in all, the sink task writes 2N, Spark writes N "
+                             f"(default {FULL_RECORDS:,})")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs per measure (median)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help="markdown report; the JSON goes beside it (default %(default)s)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also cProfile the source read and sink write paths into "
+                             "profile.txt beside the report")
+    parser.add_argument("--no-spark", action="store_true", help="skip the Spark measures")
+    return parser.parse_args(argv)
+
+
+def sizes_of(args: argparse.Namespace) -> Sizes:
+    records = args.records or (QUICK_RECORDS if args.quick else FULL_RECORDS)
+    if records < 8:
+        raise SystemExit("--records must be at least 8")
+    return Sizes(records=records, runs=max(1, args.runs),
+                 commit_batches=3 if args.quick else 5)
+
+
+def start_spark() -> Any:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("eoskafka-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def profile(cfg: ClientConfig, ranges: list[source.Range], sizes: Sizes, path: Path) -> None:
+    """cProfile one source read (1 partition) and one exactly-once sink task."""
+    data = value_batches(sizes.sink)
+    eos = sink.EosSink(cfg, "profile")
+    topic = new_topic(cfg, "profile", sink.OUTPUT_PARTITIONS)
+    try:
+        sections: list[tuple[str, Callable[[], int]]] = [
+            (f"source: read_partition, 1 partition, {sizes.source_1p:,} records",
+             lambda: source.read_ours(cfg, ranges)),
+            (f"sink: TaskWriter write + handoff + DriverProtocol.commit, {sizes.sink:,} records",
+             lambda: eos.write(topic, data)),
+        ]
+        text = []
+        for title, fn in sections:
+            prof = cProfile.Profile()
+            prof.enable()
+            fn()
+            prof.disable()
+            for order in ("cumulative", "tottime"):
+                buf = io.StringIO()
+                pstats.Stats(prof, stream=buf).strip_dirs().sort_stats(order).print_stats(15)
+                text += [f"== {title}: top 15 by {order} time ==", buf.getvalue().strip(), ""]
+    finally:
+        eos.close()
+        delete_topic(cfg, topic)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(text) + "\n")
+    print("\n".join(text))
+    print(f"written: {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    sizes = sizes_of(args)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    env = environment(sizes)
+    rows: list[Row] = []
+    started = time.perf_counter()
+
+    def step(title: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f}s] {title}", flush=True)
+
+    def add(new: list[Row]) -> None:
+        for row in new:
+            print_row(row)
+        rows.extend(new)
+
+    spark = None
+    try:
+        with EmbeddedBroker() as broker:
+            cfg = client(broker.bootstrap_servers)
+            step(f"writing source data ({sizes.source_1p:,} records in 1 partition, "
+                 f"{sizes.source_8p_each * 8:,} in 8), committed transactions")
+            topics = source.prepare(cfg, sizes)
+            step("source per task")
+            add(source.bench(cfg, topics, sizes))
+            step("sink per task")
+            add(sink.bench(cfg, sizes))
+            step("driver commit per batch")
+            add(sink.bench_commit(cfg, sizes))
+            if args.profile:
+                step("profiling")
+                profile(cfg, topics["1 partition"], sizes, args.out.parent / "profile.txt")
+            if not args.no_spark:
+                step("starting Spark (local[2])")
+                spark = start_spark()
+                step("Spark source")
+                add([source.bench_spark(spark, cfg, topics["8 partitions"], sizes)])
+                step("Spark sink")
+                add([sink.bench_spark(spark, cfg, sizes)])
+    finally:
+        if spark is not None:
+            spark.stop()
+        if rows:
+            save(args.out, rows, env, time.perf_counter() - started)
+    missed = [r.measure for r in rows if r.ok is False]
+    step(f"done; {len(missed)} target(s) missed" + (f": {'; '.join(missed)}" if missed else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

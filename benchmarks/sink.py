@@ -1,0 +1,287 @@
+"""Sink benchmarks: one exactly-once task against reference producers, and the driver's commit.
+
+A sink task is driven as Spark drives it, without Spark: a :class:`TaskWriter`
+gets Arrow batches of 100-byte values, hands its open transaction off, and
+:class:`DriverProtocol` commits it (decision log on local disk). The
+references get the same Arrow batches and write them to a fresh 8-partition
+topic each run: confluent-kafka's and kafka-python's transactional producers,
+and eoskafka's own at-least-once mode. Every run writes to a fresh topic that
+is deleted afterwards (the in-memory broker keeps every record otherwise).
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.sink.decision_log import DecisionLog
+from eos_kafka_source.sink.driver import DriverProtocol
+from eos_kafka_source.sink.fencing import fence
+from eos_kafka_source.sink.handoff import TxnHandoff
+from eos_kafka_source.sink.naming import TransactionalIdFactory
+from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.wire import KafkaWire
+
+from .common import (
+    Row,
+    Sizes,
+    Timed,
+    delete_topic,
+    measure_rounds,
+    new_topic,
+    row_of,
+    unique,
+    value_batches,
+)
+
+SECTION = "sink per task"
+EOS = "eoskafka TaskWriter + handoff + DriverProtocol.commit (exactly-once)"
+ALO = "eoskafka TaskWriter at-least-once (idempotent, no transaction)"
+CONFLUENT = "confluent-kafka transactional Producer"
+KAFKA_PYTHON = "kafka-python transactional KafkaProducer"
+OUTPUT_PARTITIONS = 8
+TXN_TIMEOUT_MS = 60_000
+#: Spark's default producer.batchRecords for the sink.
+BATCH_RECORDS = 10_000
+#: Records each task writes in the driver-commit benchmark.
+COMMIT_TASK_RECORDS = 10
+
+
+class EosSink:
+    """One query's exactly-once sink without Spark: tasks write, the driver commits.
+
+    The decision log lives in a temporary directory removed by :meth:`close`.
+    """
+
+    def __init__(self, cfg: ClientConfig, name: str) -> None:
+        self.cfg = cfg
+        self.ids = TransactionalIdFactory(unique(name))
+        self.dir = tempfile.mkdtemp(prefix="eoskafka-bench-")
+        self.driver = DriverProtocol(self.ids, DecisionLog(self.dir), self.wire, owner=self.dir,
+                                     transaction_timeout_ms=TXN_TIMEOUT_MS)
+        self.driver.prepare(new_run=True)  # the planning worker, once per query run
+        self.batch_id = 0
+
+    def wire(self) -> KafkaWire:
+        return KafkaWire(self.cfg)
+
+    def task(self, wire: KafkaWire, topic: str, partition: int,
+             batches: Iterable[pa.RecordBatch]) -> TxnHandoff:
+        """What ``write()`` does on an executor: write in a transaction, hand it off."""
+        tid = self.ids.for_task(partition)
+        writer = TaskWriter(wire, transactional_id=tid, topic=topic,
+                            transaction_timeout_ms=TXN_TIMEOUT_MS, batch_records=BATCH_RECORDS,
+                            context={"task_partition": partition, "batch_id": self.batch_id})
+        writer.open()
+        try:
+            writer.write_batches(batches)
+            return writer.handoff()
+        except BaseException:
+            fence(wire, [tid], TXN_TIMEOUT_MS)  # aborts the open transaction
+            raise
+
+    def commit(self, handoffs: list[TxnHandoff], tasks: int) -> float:
+        """Commit the current batch; returns the seconds ``DriverProtocol.commit`` took."""
+        started = time.perf_counter()
+        try:
+            self.driver.commit(self.batch_id, handoffs, tasks)
+        except BaseException:
+            self.driver.abort(self.batch_id, handoffs, tasks)
+            raise
+        elapsed = time.perf_counter() - started
+        self.batch_id += 1
+        self.driver.prepare(new_run=False)  # the planning worker, before the next batch
+        return elapsed
+
+    def write(self, topic: str, batches: Iterable[pa.RecordBatch]) -> int:
+        """One task writes ``batches``, the driver commits; returns the records written."""
+        with self.wire() as wire:
+            handoff = self.task(wire, topic, 0, batches)
+        self.commit([handoff], tasks=1)
+        return handoff.records
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def write_at_least_once(cfg: ClientConfig, topic: str, batches: Iterable[pa.RecordBatch]) -> int:
+    with KafkaWire(cfg) as wire:
+        writer = TaskWriter(wire, transactional_id=None, topic=topic,
+                            transaction_timeout_ms=TXN_TIMEOUT_MS, batch_records=BATCH_RECORDS,
+                            context={"task_partition": 0})
+        writer.open()
+        writer.write_batches(batches)
+        return writer.handoff().records
+
+
+def confluent_settings(cfg: ClientConfig, transactional_id: str, records: int) -> dict[str, Any]:
+    """A transactional librdkafka producer tuned for throughput (queue large enough for all)."""
+    return {
+        "bootstrap.servers": ",".join(cfg.bootstrap_servers),
+        "transactional.id": transactional_id,
+        "linger.ms": 5,
+        "batch.num.messages": BATCH_RECORDS,
+        "queue.buffering.max.messages": min(2**31 - 1, max(100_000, 2 * records)),
+        "queue.buffering.max.kbytes": 2**21 - 1,
+        "log_level": 3,
+    }
+
+
+def write_confluent(cfg: ClientConfig, topic: str, batches: list[pa.RecordBatch]) -> int:
+    from confluent_kafka import Producer
+
+    records = sum(b.num_rows for b in batches)
+    producer = Producer(confluent_settings(cfg, unique("ck"), records))
+    try:
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        try:
+            produce = producer.produce
+            for batch in batches:
+                for value in batch.column(0).to_pylist():
+                    try:
+                        produce(topic, value)
+                    except BufferError:
+                        producer.poll(0.05)
+                        produce(topic, value)
+            producer.commit_transaction(120)
+        except BaseException:
+            producer.abort_transaction(30)
+            raise
+    finally:
+        producer.close()
+    return records
+
+
+def write_kafka_python(cfg: ClientConfig, topic: str, batches: list[pa.RecordBatch]) -> int:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=list(cfg.bootstrap_servers), transactional_id=unique("kp"),
+        linger_ms=5, batch_size=1 << 20, max_request_size=16 << 20,
+    )
+    records = 0
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        try:
+            for batch in batches:
+                for value in batch.column(0).to_pylist():
+                    producer.send(topic, value=value)
+                records += batch.num_rows
+            producer.commit_transaction()
+        except BaseException:
+            producer.abort_transaction()
+            raise
+    finally:
+        producer.close()
+    return records
+
+
+def on_fresh_topic(cfg: ClientConfig, name: str, work: Callable[[str], int]) -> Timed:
+    """Time ``work(topic)`` on a new 8-partition topic, created before and deleted after."""
+
+    def run() -> tuple[int, float]:
+        topic = new_topic(cfg, name, OUTPUT_PARTITIONS)
+        try:
+            started = time.perf_counter()
+            records = work(topic)
+            return records, time.perf_counter() - started
+        finally:
+            delete_topic(cfg, topic)
+
+    return run
+
+
+def _has_confluent() -> bool:
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def bench(cfg: ClientConfig, sizes: Sizes) -> list[Row]:
+    data = value_batches(sizes.sink)
+    small = value_batches(sizes.warmup)
+    kp_data = value_batches(sizes.sink_kafka_python)
+    sink = EosSink(cfg, "task")
+    try:
+        def variants(batches: list[pa.RecordBatch], kp: list[pa.RecordBatch]) -> list[Any]:
+            out = [
+                (EOS, on_fresh_topic(cfg, "eos", lambda t: sink.write(t, batches))),
+                (ALO, on_fresh_topic(cfg, "alo", lambda t: write_at_least_once(cfg, t, batches))),
+                (KAFKA_PYTHON, on_fresh_topic(cfg, "kp", lambda t: write_kafka_python(cfg, t, kp))),
+            ]
+            if _has_confluent():
+                out.append((CONFLUENT,
+                            on_fresh_topic(cfg, "ck", lambda t: write_confluent(cfg, t, batches))))
+            return out
+
+        results = measure_rounds(variants(data, kp_data), sizes.runs,
+                                 warmup=variants(small, small[:1]))
+    finally:
+        sink.close()
+    reference = row_of(SECTION, CONFLUENT, results[CONFLUENT]) if CONFLUENT in results else None
+    rows = [row_of(SECTION, EOS, results[EOS]).against(reference).target_rate(300_000),
+            row_of(SECTION, ALO, results[ALO]).against(reference)]
+    if reference is not None:
+        rows.append(reference)
+    rows.append(row_of(SECTION, KAFKA_PYTHON, results[KAFKA_PYTHON],
+                       note="a tenth of the data (~50k records/s client)").against(reference))
+    return rows
+
+
+def bench_commit(cfg: ClientConfig, sizes: Sizes) -> list[Row]:
+    """Median ``DriverProtocol.commit`` time of a batch whose N tasks each wrote a few records."""
+    topic = new_topic(cfg, "commit", OUTPUT_PARTITIONS)
+    few = value_batches(COMMIT_TASK_RECORDS)
+    rows = []
+    try:
+        for tasks in sizes.commit_tasks:
+            sink = EosSink(cfg, f"commit{tasks}")
+            times = []
+            try:
+                with sink.wire() as wire:
+                    for batch in range(1 + sizes.commit_batches):  # the first one warms up
+                        handoffs = [sink.task(wire, topic, p, few) for p in range(tasks)]
+                        elapsed = sink.commit(handoffs, tasks)
+                        if batch:
+                            times.append(elapsed)
+            finally:
+                sink.close()
+            row = Row("driver commit", f"DriverProtocol.commit, {tasks} task(s)",
+                      tasks * COMMIT_TASK_RECORDS, statistics.median(times),
+                      [round(t, 4) for t in times],
+                      note=f"median of {len(times)} batches; decision log on local disk")
+            rows.append(row.target_seconds(0.1) if tasks >= 64 else row)
+    finally:
+        delete_topic(cfg, topic)
+    return rows
+
+
+def bench_spark(spark: Any, cfg: ClientConfig, sizes: Sizes) -> Row:
+    """``df.write.format("eoskafka")`` of ``spark.range`` rows as 100-byte binary values."""
+    bootstrap = ",".join(cfg.bootstrap_servers)
+
+    def rows_of(n: int) -> Timed:
+        def work(topic: str) -> int:
+            (spark.range(0, n, 1, 2)
+             .selectExpr("CAST(lpad(CAST(id AS STRING), 100, 'v') AS BINARY) AS value")
+             .write.format("eoskafka").option("kafka.bootstrap.servers", bootstrap)
+             .option("topic", topic).mode("append").save())
+            return n
+
+        return on_fresh_topic(cfg, "spark-sink", work)
+
+    result = measure_rounds([("spark", rows_of(sizes.spark_sink))], sizes.runs,
+                            warmup=[("spark", rows_of(sizes.warmup))])["spark"]
+    return row_of("Spark end to end", "df.write eoskafka (exactly-once), 2 tasks, local[2]",
+                  result)

@@ -1,0 +1,88 @@
+"""The ``eoskafka`` operator command line.
+
+Commands (``eoskafka COMMAND --help`` shows examples for each):
+
+- ``broker``  run the embedded development broker in the foreground;
+- ``txns``    a sink's decision log, id pool and the open transactions on its topics;
+- ``fence``   (alias ``abort``) close lingering transactions of a transactional-id prefix;
+- ``audit``   a topic's committed view resolved from markers: counts and duplicates.
+
+Every command takes ``--bootstrap-server`` (or ``$EOSKAFKA_BOOTSTRAP``),
+``--config kafka.KEY=VALUE`` (repeatable: security and other client settings,
+never echoed) and ``--json`` (one JSON document on stdout; fields are listed in
+each command's module docstring). Exit codes: 0 ok, 1 a problem was found (open
+transactions, undone batches, duplicates, a refused fence), 2 usage or
+connection error, reported as ``eoskafka: error: <message>`` without a traceback.
+
+>>> main(["fence", "--prefix", "p", "--pool-size", "2", "--dry-run"])  # doctest: +SKIP
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from ..errors import EosKafkaError
+from . import _common as c
+from . import audit, broker, fence, txns
+
+__all__ = ["main"]
+
+_COMMANDS = (broker, txns, fence, audit)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="eoskafka",
+        description="Operate eoskafka, the exactly-once Kafka source and sink for Spark "
+                    "Structured Streaming.",
+        epilog="examples:\n"
+               "  eoskafka broker --port 9092\n"
+               "  eoskafka txns --checkpoint /chk/orders -b localhost:9092\n"
+               "  eoskafka fence -b localhost:9092 --checkpoint /chk/orders --probe\n"
+               "  eoskafka audit -b localhost:9092 --topic orders --from-beginning\n\n"
+               "exit status: 0 ok, 1 problem found, 2 usage or connection error",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parents = [c.common_options()]
+    for command in _COMMANDS:
+        command.add_parser(subparsers, parents)
+    return parser
+
+
+def _setup_logging(verbose: int) -> None:
+    if verbose:
+        logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(name)s %(message)s",
+                            level=logging.DEBUG if verbose > 1 else logging.INFO)
+    else:
+        # kafka-python reports every reconnect attempt; our own errors say what failed.
+        kafka_log = logging.getLogger("kafka")
+        if kafka_log.level == logging.NOTSET:
+            kafka_log.setLevel(logging.CRITICAL)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code (never raises for expected errors)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2), already printed by argparse
+        return exc.code if isinstance(exc.code, int) else c.EXIT_ERROR
+    _setup_logging(args.verbose)
+    try:
+        return int(args.run(args))
+    except EosKafkaError as exc:
+        sys.stdout.flush()
+        if getattr(args, "json", False):
+            c.emit_json({"error": {"condition": exc.condition, "message": exc.message}})
+        sys.stderr.write(f"eoskafka: error: {exc}\n")
+        return c.EXIT_ERROR
+    except KeyboardInterrupt:
+        sys.stderr.write("eoskafka: interrupted\n")
+        return 130
+    except BrokenPipeError:  # `eoskafka txns | head`
+        return c.EXIT_OK

@@ -1,0 +1,372 @@
+"""The ``eoskafka`` command line against the embedded broker, run in-process via ``main()``.
+
+Checkpoints are built by driving the sink's protocol classes (TaskWriter for the
+tasks, DriverProtocol for the driver) as tests/broker/test_sink_protocol.py does;
+topic contents are written by kafka-python and checked with the independent oracle.
+"""
+
+from __future__ import annotations
+
+import json
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from kafka_helpers import TxnWriter, create_topic, write_plain
+from oracle import assert_no_open_transactions, committed_view
+
+from eos_kafka_source.broker import free_port
+from eos_kafka_source.cli import main
+from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.sink.decision_log import DecisionLog
+from eos_kafka_source.sink.driver import DriverProtocol
+from eos_kafka_source.sink.fencing import fence
+from eos_kafka_source.sink.handoff import TxnHandoff
+from eos_kafka_source.sink.naming import TransactionalIdFactory
+from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.wire import KafkaWire
+
+SECRET = "s3cret-pa55"
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+        f'username="alice" password="{SECRET}";')
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code, out, _ = cli(capsys, *argv, "--json")
+    doc = json.loads(out)
+    assert doc["version"] == 1
+    return code, doc
+
+
+def open_producers(bootstrap: str, topic: str) -> int:
+    return sum(len(pv.open_producers) for pv in committed_view(bootstrap, topic).values())
+
+
+class Sink:
+    """One query's sink: tasks write through TaskWriter, the driver commits."""
+
+    def __init__(self, bootstrap: str, topic: str, prefix: str, checkpoint: Path) -> None:
+        self.cfg = ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap})
+        self.topic, self.checkpoint = topic, str(checkpoint)
+        self.ids = TransactionalIdFactory(prefix)
+        self.log = DecisionLog(self.checkpoint)
+        self.driver = DriverProtocol(self.ids, self.log, self.wire, owner=self.checkpoint,
+                                     transaction_timeout_ms=60000)
+
+    def wire(self) -> KafkaWire:
+        return KafkaWire(self.cfg)
+
+    def task(self, partition: int, values: list[bytes]) -> TxnHandoff:
+        """A task attempt that writes and hands over an open transaction."""
+        with self.wire() as wire:
+            writer = TaskWriter(wire, transactional_id=self.ids.for_task(partition),
+                                topic=self.topic, transaction_timeout_ms=60000,
+                                batch_records=50, context={"task_partition": partition})
+            writer.open()
+            writer.write_batch(pa.RecordBatch.from_pydict({"value": values}))
+            return writer.handoff()
+
+
+def _vals(tag: str, n: int = 10) -> list[bytes]:
+    return [f"{tag}-{i}".encode() for i in range(n)]
+
+
+@pytest.fixture
+def sink(bootstrap: str, unique: str, tmp_path: Path) -> Iterator[Sink]:
+    create_topic(bootstrap, unique, partitions=2)
+    s = Sink(bootstrap, unique, unique, tmp_path / "ckpt")
+    s.driver.prepare(new_run=True)
+    yield s
+    with s.wire() as wire:  # whatever a failed test left open on these ids
+        fence(wire, s.ids.pool(8), 60000)
+
+
+# -- usage, errors, secrets -------------------------------------------------------------------
+
+
+def test_help_and_usage_errors(capsys) -> None:
+    code, out, _ = cli(capsys, "--help")
+    assert code == 0 and "txns" in out and "exit status" in out
+    for command in ("broker", "txns", "fence", "abort", "audit"):
+        code, out, _ = cli(capsys, command, "--help")
+        assert code == 0 and "examples:" in out
+    assert cli(capsys)[0] == 2
+    code, _, err = cli(capsys, "fence", "--dry-run")
+    assert code == 2 and err.startswith("eoskafka: error:") and "--prefix" in err
+    code, _, err = cli(capsys, "txns", "--topic", "x", "-b", "")
+    assert code == 2 and "--bootstrap-server" in err
+
+
+def test_connection_error_exits_2_without_traceback(capsys) -> None:
+    dead = f"127.0.0.1:{free_port()}"
+    code, out, err = cli(capsys, "audit", "-b", dead, "--topic", "t",
+                         "-c", "socket.connection.setup.timeout.ms=500")
+    assert code == 2 and "EOSKAFKA_BROKER_UNREACHABLE" in err
+    code, out, err = cli(capsys, "txns", "-b", dead, "--topic", "t", "--json",
+                         "-c", "kafka.socket.connection.setup.timeout.ms=500")
+    assert code == 2 and json.loads(out)["error"]["condition"] == "EOSKAFKA_BROKER_UNREACHABLE"
+
+
+def test_missing_topic_and_checkpoint_are_errors(capsys, bootstrap, unique, tmp_path) -> None:
+    code, _, err = cli(capsys, "audit", "-b", bootstrap, "--topic", f"{unique}-absent")
+    assert code == 2 and "TOPIC_NOT_FOUND" in err
+    empty = tmp_path / "not-a-checkpoint"
+    code, _, err = cli(capsys, "txns", "--checkpoint", str(empty))
+    assert code == 2 and "no eoskafka decision log" in err
+    assert not empty.exists()  # inspecting never creates a log
+
+
+def test_secrets_never_printed(capsys, bootstrap) -> None:
+    # Rejected: SASL settings without a SASL protocol.
+    code, out, err = cli(capsys, "fence", "--prefix", "p", "--pool-size", "1", "-b", bootstrap,
+                         "-c", f"kafka.sasl.jaas.config={JAAS}", "--json")
+    assert code == 2 and SECRET not in out + err and "SASL" in err
+    # Accepted but failing to connect (the broker speaks no SASL): the error hides it too.
+    sasl = ["-c", "kafka.security.protocol=SASL_PLAINTEXT", "-c", f"sasl.jaas.config={JAAS}",
+            "-c", "socket.connection.setup.timeout.ms=1000", "-c", "request.timeout.ms=1000"]
+    code, out, err = cli(capsys, "audit", "-b", bootstrap, "--topic", "t", "-vv", *sasl)
+    assert code == 2 and SECRET not in out + err
+    # Accepted, no connection needed: the full output.
+    code, out, err = cli(capsys, "fence", "--prefix", "p", "--pool-size", "2", "--dry-run",
+                         "-b", bootstrap, "-v", *sasl)
+    assert code == 0 and SECRET not in out + err and "p-1" in out
+    # Malformed entries are named by position, never shown.
+    code, out, err = cli(capsys, "fence", "--prefix", "p", "--pool-size", "1", "-b", bootstrap,
+                         "-c", f"password{SECRET}")
+    assert code == 2 and SECRET not in out + err and "--config #1" in err
+    code, out, err = cli(capsys, "fence", "--prefix", "p", "--pool-size", "1", "-b", bootstrap,
+                         "-c", f"ssl.key.password={SECRET}")
+    assert code == 2 and SECRET not in out + err
+
+
+# -- broker -----------------------------------------------------------------------------------
+
+
+def _first_line(proc: subprocess.Popen[str], deadline_s: float = 30.0) -> str:
+    """The first stdout line of ``proc``, without blocking past the deadline."""
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout=deadline_s):
+            raise AssertionError("eoskafka broker printed nothing")
+    return proc.stdout.readline()
+
+
+def _refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except OSError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("signum, as_json", [(signal.SIGTERM, False), (signal.SIGINT, True)])
+def test_broker_command_runs_until_signalled(signum: int, as_json: bool, unique: str) -> None:
+    port = free_port()
+    argv = [sys.executable, "-m", "eos_kafka_source.cli", "broker", "--port", str(port)]
+    proc = subprocess.Popen(argv + (["--json"] if as_json else []), cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = _first_line(proc).strip()
+        address = json.loads(line)["bootstrap_servers"] if as_json else line
+        assert address == f"127.0.0.1:{port}"
+        create_topic(address, unique)  # a working Kafka broker behind the address
+        write_plain(address, unique, [b"v"])
+        proc.send_signal(signum)
+        assert proc.wait(timeout=30) == 0
+        assert _refused(port)  # the broker process is gone with it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _, err = proc.communicate()
+    assert "Traceback" not in err and "stopping the broker" in err
+
+
+def test_broker_refuses_a_taken_port(capsys) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        code, _, err = cli(capsys, "broker", "--port", str(taken.getsockname()[1]))
+    assert code == 2 and "already in use" in err
+
+
+# -- txns ---------------------------------------------------------------------------------------
+
+
+def test_txns_reports_decided_batches(capsys, sink: Sink, bootstrap: str) -> None:
+    sink.driver.commit(0, [sink.task(p, _vals(f"b0t{p}")) for p in range(2)], tasks=2)
+    sink.driver.commit(1, [sink.task(0, _vals("b1t0", 5))], tasks=1)
+    code, doc = cli_json(capsys, "txns", "--checkpoint", sink.checkpoint, "-b", bootstrap)
+    assert code == 0 and doc["ok"] and doc["undone"] == []
+    assert doc["pool"]["prefix"] == sink.ids.prefix and doc["pool"]["size"] == 2
+    b0, b1 = doc["batches"]
+    assert (b0["batch_id"], b0["state"], b0["transactions"]) == (0, "done", 2)
+    assert (b0["records"], b0["transactions_committed"], b0["transactions_lost"]) == (20, 2, 0)
+    assert b0["bytes"] > 0 and b0["lost"] == []
+    assert b0["decided_at"] <= b0["done_at"] and b0["commit_seconds"] >= 0
+    assert sum(p["records"] for p in b0["partitions"]) == 20
+    assert {h["transactional_id"] for h in b0["handoffs"]} == set(sink.ids.pool(2))
+    assert b1["records"] == 5 and b1["transactions"] == 1
+    assert doc["topics"] == [sink.topic]  # taken from the hand-offs
+    assert [p["open"] for p in doc["partitions"]] == [[], []]
+    code, out, _ = cli(capsys, "txns", "--checkpoint", sink.checkpoint)
+    assert code == 0 and "done" in out and "OK" in out and "no broker given" in out
+
+
+def test_txns_flags_undone_batch_and_fence_refuses_it(capsys, sink: Sink, bootstrap: str,
+                                                      faults) -> None:
+    handoffs = [sink.task(p, _vals(f"t{p}")) for p in range(2)]
+    faults("commit.after_decision=raise")
+    with pytest.raises(RuntimeError, match="injected fault"):
+        sink.driver.commit(0, handoffs, tasks=2)  # the driver died after its decision
+    faults("")
+    code, doc = cli_json(capsys, "txns", "--checkpoint", sink.checkpoint, "-b", bootstrap,
+                         "--topic", sink.topic)
+    assert code == 1 and not doc["ok"] and doc["undone"] == [0]
+    assert doc["batches"][0]["state"] == "undone" and doc["batches"][0]["done_at"] is None
+    assert doc["batches"][0]["transactions_committed"] is None
+    opened = [o for p in doc["partitions"] for o in p["open"]]
+    assert doc["open_transactions"] == len(opened) >= 1
+    assert {o["transactional_id"] for o in opened} <= set(sink.ids.pool(2))
+    assert sum(o["records"] for o in opened) == 20
+    code, out, _ = cli(capsys, "txns", "--checkpoint", sink.checkpoint, "-b", bootstrap)
+    assert code == 1 and "UNDONE" in out and "PROBLEM" in out
+    # Fencing would abort what the query decided to commit: refused.
+    code, doc = cli_json(capsys, "fence", "--checkpoint", sink.checkpoint, "-b", bootstrap)
+    assert code == 1 and doc["refused"] and doc["fenced"] == []
+    assert open_producers(bootstrap, sink.topic) >= 1
+    sink.driver.prepare(new_run=True)  # the restarted query rolls the batch forward
+    code, doc = cli_json(capsys, "txns", "--checkpoint", sink.checkpoint, "-b", bootstrap)
+    assert code == 0 and doc["batches"][0]["transactions_committed"] == 2
+    assert_no_open_transactions(bootstrap, sink.topic)
+
+
+# -- fence ------------------------------------------------------------------------------------
+
+
+def test_fence_dry_run_changes_nothing_then_fence_closes(capsys, sink: Sink,
+                                                         bootstrap: str) -> None:
+    for p in range(2):
+        sink.task(p, _vals(f"killed{p}"))  # a killed run: open, never handed over
+    code, doc = cli_json(capsys, "txns", "-b", bootstrap, "--topic", sink.topic)
+    assert code == 1 and doc["open_transactions"] >= 1
+    before = committed_view(bootstrap, sink.topic)
+    prefix = ["--prefix", sink.ids.prefix, "--pool-size", "2"]
+    code, out, _ = cli(capsys, "fence", *prefix, "--dry-run", "-b", bootstrap)
+    assert code == 0 and "dry run" in out
+    assert sink.ids.for_task(0) in out and sink.ids.for_task(1) in out
+    code, doc = cli_json(capsys, "abort", *prefix, "--dry-run")
+    assert code == 0 and doc["ids"] == sink.ids.pool(2) and doc["fenced"] == []
+    after = committed_view(bootstrap, sink.topic)
+    assert {p: (v.open_producers, len(v.open)) for p, v in after.items()} == {
+        p: (v.open_producers, len(v.open)) for p, v in before.items()}
+    code, doc = cli_json(capsys, "fence", *prefix, "-b", bootstrap)
+    assert code == 0 and [f["transactional_id"] for f in doc["fenced"]] == sink.ids.pool(2)
+    assert all(f["epoch"] > 0 for f in doc["fenced"])
+    assert cli(capsys, "txns", "-b", bootstrap, "--topic", sink.topic)[0] == 0
+    assert_no_open_transactions(bootstrap, sink.topic)
+
+
+def test_fence_probe_reaches_ids_past_the_pool(capsys, sink: Sink, bootstrap: str) -> None:
+    sink.task(5, _vals("wide"))  # a killed batch with more tasks than the recorded pool
+    prefix = ["--prefix", sink.ids.prefix, "--pool-size", "1", "-b", bootstrap]
+    assert cli(capsys, "abort", *prefix)[0] == 0
+    assert open_producers(bootstrap, sink.topic) == 1  # past the pool: not reached
+    code, doc = cli_json(capsys, "abort", *prefix, "--probe")
+    assert code == 0 and doc["used_beyond_pool"] == 6
+    assert sink.ids.for_task(5) in {f["transactional_id"] for f in doc["probed"]}
+    code, out, _ = cli(capsys, "fence", *prefix, "--probe")
+    assert code == 0 and "probed past the pool" in out
+    assert cli(capsys, "txns", "-b", bootstrap, "--topic", sink.topic)[0] == 0
+    assert_no_open_transactions(bootstrap, sink.topic)
+
+
+def test_fence_from_checkpoint(capsys, sink: Sink, bootstrap: str) -> None:
+    sink.driver.commit(0, [sink.task(p, _vals(f"ok{p}")) for p in range(3)], tasks=3)
+    for p in range(3):
+        sink.task(p, _vals(f"killed{p}"))
+    code, out, _ = cli(capsys, "fence", "--checkpoint", sink.checkpoint, "--dry-run")
+    assert code == 0 and all(t in out for t in sink.ids.pool(3))
+    code, doc = cli_json(capsys, "fence", "--checkpoint", sink.checkpoint, "-b", bootstrap)
+    assert code == 0 and (doc["prefix"], doc["pool_size"]) == (sink.ids.prefix, 3)
+    assert cli(capsys, "txns", "--checkpoint", sink.checkpoint, "-b", bootstrap)[0] == 0
+    view = committed_view(bootstrap, sink.topic)
+    assert sorted(v for pv in view.values() for v in pv.committed_values) == sorted(
+        _vals("ok0") + _vals("ok1") + _vals("ok2"))
+    code, _, err = cli(capsys, "fence", "--checkpoint", sink.checkpoint, "--prefix", "x")
+    assert code == 2 and "not both" in err
+    assert_no_open_transactions(bootstrap, sink.topic)
+
+
+# -- audit --------------------------------------------------------------------------------------
+
+
+def test_audit_resolves_markers_and_finds_duplicates(capsys, bootstrap, unique) -> None:
+    create_topic(bootstrap, unique, partitions=2)
+    base = ["audit", "-b", bootstrap, "--topic", unique, "--from-beginning", "--by", "value"]
+    with TxnWriter(bootstrap, f"{unique}-w") as w:
+        w.committed(unique, [b"a", b"b", b"c"], partition=0)
+        w.aborted(unique, [b"x"], partition=0)
+        w.committed(unique, [b"a"], partition=1)  # a duplicate, in another partition
+        write_plain(bootstrap, unique, [b"plain"], partition=1)
+        w.begin_open(unique, [b"pending", b"pending2"], partition=0)
+        code, doc = cli_json(capsys, *base)
+        assert code == 1 and not doc["ok"]
+        p0, p1 = doc["partitions"]
+        assert (p0["committed"], p0["aborted"], p0["open"]) == (3, 1, 2)
+        assert (p1["committed"], p1["non_transactional"], p1["duplicates"]) == (2, 1, 1)
+        assert len(p0["open_transactions"]) == 1
+        assert p0["open_transactions"][0]["producer_id"] == w.producer_id
+        assert doc["totals"]["aborted_visible_to_read_uncommitted"] == 1
+        assert doc["duplicates"]["ids"] == 1 and doc["duplicates"]["extra_records"] == 1
+        assert doc["duplicates"]["examples"][0]["id"] == "a"
+        assert doc["duplicates"]["examples"][0]["at"] == [[0, 0], [1, 0]]
+        code, out, _ = cli(capsys, *base)
+        assert code == 1 and "open transaction" in out and "PROBLEM" in out
+        w.abort_open()
+    code, doc = cli_json(capsys, *base)
+    assert code == 1 and doc["totals"]["open"] == 0 and doc["totals"]["aborted"] == 3
+    # No duplicate by key (every key is null: no id), nothing open: clean.
+    code, doc = cli_json(capsys, *base[:-2])
+    assert code == 0 and doc["ok"] and doc["totals"]["without_id"] == 5
+    assert doc["id"] == {"by": "key", "field": None}
+
+
+def test_audit_by_json_field_and_key_and_tail(capsys, bootstrap, unique, monkeypatch) -> None:
+    create_topic(bootstrap, unique)
+    values = [json.dumps({"o": {"id": i % 4}, "n": i}).encode() for i in range(6)]
+    keys = [f"k{i}".encode() for i in range(6)]
+    with TxnWriter(bootstrap, f"{unique}-w") as w:
+        w.committed(unique, values, partition=0, keys=keys)
+        w.committed(unique, [b"not json"], partition=0, keys=[b"k0"])
+    base = ["audit", "-b", bootstrap, "--topic", unique, "--from-beginning"]
+    code, doc = cli_json(capsys, *base, "--id-field", "o.id")
+    assert code == 1 and doc["duplicates"]["ids"] == 2 and doc["totals"]["duplicates"] == 2
+    assert doc["totals"]["without_id"] == 1 and doc["id"] == {"by": "json", "field": "o.id"}
+    code, doc = cli_json(capsys, *base, "--by", "key")
+    assert code == 1 and doc["duplicates"]["examples"][0]["id"] == "k0"
+    code, doc = cli_json(capsys, *base, "--id-field", "n")
+    assert code == 0 and doc["totals"]["committed"] == 7
+    # Without --from-beginning only the tail is read: the last 3 offsets (marker, k0, marker);
+    # the broker comes from $EOSKAFKA_BOOTSTRAP.
+    monkeypatch.setenv("EOSKAFKA_BOOTSTRAP", bootstrap)
+    code, doc = cli_json(capsys, "audit", "--topic", unique, "--tail", "3")
+    part = doc["partitions"][0]
+    assert part["start"] == part["high_watermark"] - 3 and doc["from_beginning"] is False
+    assert code == 0 and part["committed"] == 1 and doc["tail"] == 3

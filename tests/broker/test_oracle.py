@@ -1,0 +1,103 @@
+"""The test oracle itself, against the embedded broker and kafka-python's producer."""
+
+from __future__ import annotations
+
+import pytest
+from kafka_helpers import TxnWriter, create_topic, write_plain
+from oracle import Rec, assert_no_open_transactions, committed_values, committed_view
+
+
+def test_classifies_committed_aborted_and_plain(bootstrap: str, unique: str) -> None:
+    create_topic(bootstrap, unique)
+    with TxnWriter(bootstrap, f"{unique}-w") as w:
+        c1 = w.committed(unique, [b"c1", b"c2"], partition=0, keys=[b"k1", None])
+        a1 = w.aborted(unique, [b"a1", b"a2", b"a3"], partition=0)
+        p1 = write_plain(bootstrap, unique, [b"p1"], partition=0)
+        c2 = w.committed(unique, [b"c3"], partition=0, headers=[[("h", b"v"), ("e", b"")]])
+    view = committed_view(bootstrap, unique)
+    assert list(view) == [0]
+    pv = view[0]
+    assert pv.committed == [
+        Rec(c1[0].offset, b"k1", b"c1", ()),
+        Rec(c1[1].offset, None, b"c2", ()),
+        Rec(p1[0].offset, None, b"p1", ()),
+        Rec(c2[0].offset, None, b"c3", (("h", b"v"), ("e", b""))),
+    ]
+    assert [r.offset for r in pv.aborted] == [m.offset for m in a1]
+    assert pv.aborted_values == [b"a1", b"a2", b"a3"]
+    assert pv.open == [] and pv.open_producers == set()
+    # 6 data records + 3 markers
+    assert (pv.log_start, pv.last_stable, pv.high_watermark) == (0, 10, 10)
+    assert_no_open_transactions(bootstrap, unique)
+
+
+def test_interleaved_producers_are_resolved_per_producer(bootstrap: str, unique: str) -> None:
+    """Producer A's commit must not resolve producer B's pending records, and vice versa."""
+    create_topic(bootstrap, unique)
+    with TxnWriter(bootstrap, f"{unique}-a") as a, TxnWriter(bootstrap, f"{unique}-b") as b:
+        a.begin_open(unique, [b"a1"], partition=0)
+        b.begin_open(unique, [b"b1"], partition=0)
+        a.begin_open(unique, [b"a2"], partition=0)
+        write_plain(bootstrap, unique, [b"p"], partition=0)
+        b.abort_open()
+        b.begin_open(unique, [b"b2"], partition=0)
+        a.commit_open()
+        b.commit_open()
+    pv = committed_view(bootstrap, unique)[0]
+    assert pv.committed_values == [b"a1", b"a2", b"p", b"b2"]
+    assert pv.aborted_values == [b"b1"]
+    assert [r.offset for r in pv.committed] == sorted(r.offset for r in pv.committed)
+    assert committed_values(bootstrap, unique) == [b"a1", b"a2", b"p", b"b2"]
+
+
+def test_open_transaction_is_open_until_aborted(bootstrap: str, unique: str) -> None:
+    create_topic(bootstrap, unique, partitions=2)
+    with TxnWriter(bootstrap, f"{unique}-w") as w:
+        w.committed(unique, [b"done"], partition=1)
+        meta = w.begin_open(unique, [b"o1", b"o2"], partition=1)
+        view = committed_view(bootstrap, unique)
+        assert view[0].open == [] and view[0].high_watermark == 0
+        pv = view[1]
+        assert pv.open_values == [b"o1", b"o2"]
+        assert pv.open_producers == {w.producer_id}
+        assert pv.committed_values == [b"done"] and pv.aborted == []
+        assert pv.last_stable == meta[0].offset < pv.high_watermark
+        expected = rf"{unique}-1: open producers \[{w.producer_id}\]"
+        with pytest.raises(AssertionError, match=expected):
+            assert_no_open_transactions(bootstrap, unique)
+        w.abort_open()
+        assert_no_open_transactions(bootstrap, unique)
+        pv = committed_view(bootstrap, unique)[1]
+        assert pv.aborted_values == [b"o1", b"o2"] and pv.open == []
+
+
+def test_writer_exit_aborts_what_it_left_open(bootstrap: str, unique: str) -> None:
+    create_topic(bootstrap, unique)
+    with TxnWriter(bootstrap, f"{unique}-w") as w:
+        w.begin_open(unique, [b"left-open"], partition=0)
+    assert_no_open_transactions(bootstrap, unique)
+    assert committed_view(bootstrap, unique)[0].aborted_values == [b"left-open"]
+
+
+def test_writer_exit_aborts_after_an_exception(bootstrap: str, unique: str) -> None:
+    create_topic(bootstrap, unique)
+    with pytest.raises(RuntimeError, match="boom"):
+        with TxnWriter(bootstrap, f"{unique}-w") as w:
+            w.begin_open(unique, [b"x"], partition=0)
+            raise RuntimeError("boom")
+    assert_no_open_transactions(bootstrap, unique)
+
+
+def test_committed_values_across_partitions(bootstrap: str, unique: str) -> None:
+    create_topic(bootstrap, unique, partitions=3)
+    with TxnWriter(bootstrap, f"{unique}-w") as w:
+        w.begin_open(unique, [b"p2-a"], partition=2)
+        w.begin_open(unique, [b"p0-a"], partition=0)
+        w.commit_open()  # one transaction over two partitions: a marker in each
+        w.aborted(unique, [b"p1-x"], partition=1)
+        w.committed(unique, [b"p0-b", b"p0-c"], partition=0)
+    write_plain(bootstrap, unique, [b"p1-plain"], partition=1, idempotent=True)
+    assert committed_values(bootstrap, unique) == [b"p0-a", b"p0-b", b"p0-c", b"p1-plain", b"p2-a"]
+    view = committed_view(bootstrap, unique)
+    assert view[1].aborted_values == [b"p1-x"]
+    assert_no_open_transactions(bootstrap, unique)

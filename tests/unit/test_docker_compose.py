@@ -1,0 +1,36 @@
+"""docker/docker-compose.yml: parses, and carries what the exactly-once demo needs.
+
+No Docker engine runs on the development machine, so this is what is checked here;
+the README says what was not run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+COMPOSE = Path(__file__).parents[2] / "docker" / "docker-compose.yml"
+
+
+def _compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def test_kafka_service_is_kraft_with_transactions_usable_on_one_node() -> None:
+    kafka = _compose()["services"]["kafka"]
+    env = kafka["environment"]
+    assert kafka["image"].startswith("apache/kafka:4.")
+    assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == "1"
+    assert env["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"] == "1"
+    assert int(env["KAFKA_TRANSACTION_MAX_TIMEOUT_MS"]) >= 900_000  # eoskafka's default timeout
+
+
+def test_spark_service_runs_the_demo_against_the_internal_listener() -> None:
+    services = _compose()["services"]
+    spark = services["spark"]
+    assert "kafka:29092" in spark["command"]
+    listeners = services["kafka"]["environment"]["KAFKA_ADVERTISED_LISTENERS"]
+    assert "INTERNAL://kafka:29092" in listeners
+    assert (COMPOSE.parent / spark["build"]["dockerfile"].split("/")[-1]).exists()

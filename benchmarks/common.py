@@ -33,6 +33,10 @@ class Row:
     target: str = ""
     ok: bool | None = None
     note: str = ""
+    #: How other rows name this one when it is their reference.
+    short: str = ""
+    #: False where records/s means nothing (latency measures).
+    show_rate: bool = True
 
     @property
     def rate(self) -> float:
@@ -47,7 +51,8 @@ class Row:
     def against(self, reference: Row | None) -> Row:
         """Set ``reference`` (a row measured in the same run) and return self."""
         if reference is not None and reference.seconds > 0:
-            self.reference, self.reference_rate = reference.measure, reference.rate
+            self.reference = reference.short or reference.measure
+            self.reference_rate = reference.rate
         return self
 
     def target_ratio(self, minimum: float) -> Row:
@@ -74,6 +79,9 @@ class Sizes:
     runs: int = 3
     commit_batches: int = 5
     commit_tasks: tuple[int, ...] = (1, 8, 64)
+    #: Spark measures: timed runs, and whether a warm-up run comes first.
+    spark_runs: int = 3
+    spark_warmup: bool = True
 
     @property
     def source_1p(self) -> int:
@@ -158,24 +166,37 @@ def timed(fn: Callable[[], int]) -> Timed:
     return run
 
 
+#: One measure's timed runs: (records handled, seconds) each.
+Runs = list[tuple[int, float]]
+
+
 def measure_rounds(
     variants: Sequence[tuple[str, Timed]],
     runs: int,
     warmup: Sequence[tuple[str, Timed]] | None = None,
-) -> dict[str, tuple[int, list[float]]]:
+) -> dict[str, Runs]:
     """Warm each variant up once, then time ``runs`` rounds, interleaving the variants so
     background load hits them alike."""
     for _, fn in warmup if warmup is not None else variants:
         fn()
-    out: dict[str, tuple[int, list[float]]] = {name: (0, []) for name, _ in variants}
+    out: dict[str, Runs] = {name: [] for name, _ in variants}
     for _ in range(runs):
         for name, fn in variants:
-            records, elapsed = fn()
-            out[name] = (records, [*out[name][1], elapsed])
+            out[name].append(fn())
     return out
 
 
-def row_of(section: str, name: str, result: tuple[int, list[float]], note: str = "") -> Row:
-    records, times = result
-    return Row(section, name, records, statistics.median(times), [round(t, 4) for t in times],
-               note=note)
+def row_of(section: str, name: str, runs: Runs, *, expected: int | None = None,
+           note: str = "") -> Row:
+    """The median row of ``runs``. A run that handled other than ``expected`` records (a
+    read that lost data) is left out of the median and named in the note."""
+    want = expected if expected is not None else max(records for records, _ in runs)
+    good = [seconds for records, seconds in runs if records == want]
+    bad = [records for records, _ in runs if records != want]
+    notes = [note] if note else []
+    if bad:
+        notes.append(f"WARNING: {len(bad)} of {len(runs)} runs handled {bad} records instead "
+                     f"of {want:,}; left out of the median")
+    times = good or [seconds for _, seconds in runs]
+    return Row(section, name, want, statistics.median(times),
+               [round(seconds, 4) for _, seconds in runs], note="; ".join(notes))

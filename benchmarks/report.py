@@ -32,7 +32,7 @@ def _cells(row: Row) -> list[str]:
         measure,
         f"{row.records:,}",
         f"{row.seconds:.3f}" if row.seconds >= 0.1 else f"{row.seconds * 1000:.1f} ms",
-        _rate(row.rate),
+        _rate(row.rate) if row.show_rate else "—",
         row.reference or "—",
         _rate(row.reference_rate),
         "—" if ratio is None else f"{ratio:.2f}",
@@ -68,11 +68,13 @@ def markdown(rows: list[Row], env: dict[str, Any], seconds: float) -> str:
         "# eoskafka benchmark",
         "",
         f"{env['date']} · Python {env['python']} · {env['cpus']} CPUs · load average at start "
-        f"{env['load_average']} · pyspark {env['pyspark']} · whole run {seconds:.0f} s",
+        f"{env['load_average']}, at end {env.get('load_average_end')} · pyspark "
+        f"{env['pyspark']} · whole run {seconds:.0f} s · sizes {env['sizes']}",
         "",
-        "Median of the timed runs (after one warm-up); references are measured in the same run "
-        "on the same data, interleaved with the measure. 100-byte values, no keys. The broker "
-        "is the embedded Tansu (in memory) on the same machine, so it shares the CPUs.",
+        "Median of the timed runs (after one warm-up, except Spark in --quick); references are "
+        "measured in the same run on the same data, interleaved with the measure. 100-byte "
+        "values, no keys. The broker is the embedded Tansu (in memory) on the same machine, so "
+        "it shares the CPUs.",
         "",
     ]
     for section in dict.fromkeys(r.section for r in rows):
@@ -102,6 +104,7 @@ def print_row(row: Row) -> None:
 
 def save(out: Path, rows: list[Row], env: dict[str, Any], seconds: float) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
+    env = {**env, "load_average_end": [round(x, 2) for x in os.getloadavg()]}
     text = markdown(rows, env, seconds)
     out.write_text(text + "\n")
     out.with_suffix(".json").write_text(to_json(rows, env, seconds) + "\n")

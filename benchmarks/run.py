@@ -41,7 +41,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"base data size: the 1-partition source reads N, the 8-partition "
                              f"source N in all, the sink task writes 2N, Spark writes N "
                              f"(default {FULL_RECORDS:,})")
-    parser.add_argument("--runs", type=int, default=3, help="timed runs per measure (median)")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="timed runs per measure, after one warm-up (default 3; --quick 1)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
                         help="markdown report; the JSON goes beside it (default %(default)s)")
     parser.add_argument("--profile", action="store_true",
@@ -55,8 +56,9 @@ def sizes_of(args: argparse.Namespace) -> Sizes:
     records = args.records or (QUICK_RECORDS if args.quick else FULL_RECORDS)
     if records < 8:
         raise SystemExit("--records must be at least 8")
-    return Sizes(records=records, runs=max(1, args.runs),
-                 commit_batches=3 if args.quick else 5)
+    runs = max(1, args.runs if args.runs is not None else (1 if args.quick else 3))
+    return Sizes(records=records, runs=runs, commit_batches=2 if args.quick else 5,
+                 spark_runs=runs, spark_warmup=not args.quick)
 
 
 def start_spark() -> Any:
@@ -68,6 +70,7 @@ def start_spark() -> Any:
         SparkSession.builder.master("local[2]")
         .appName("eoskafka-bench")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                 step("starting Spark (local[2])")
                 spark = start_spark()
                 step("Spark source")
-                add([source.bench_spark(spark, cfg, topics["8 partitions"], sizes)])
+                add([source.bench_spark(spark, cfg, topics[source.EIGHT], sizes)])
                 step("Spark sink")
                 add([sink.bench_spark(spark, cfg, sizes)])
     finally:

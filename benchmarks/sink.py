@@ -230,6 +230,8 @@ def bench(cfg: ClientConfig, sizes: Sizes) -> list[Row]:
     finally:
         sink.close()
     reference = row_of(SECTION, CONFLUENT, results[CONFLUENT]) if CONFLUENT in results else None
+    if reference is not None:
+        reference.short = "confluent-kafka txn"
     rows = [row_of(SECTION, EOS, results[EOS]).against(reference).target_rate(300_000),
             row_of(SECTION, ALO, results[ALO]).against(reference)]
     if reference is not None:
@@ -239,31 +241,46 @@ def bench(cfg: ClientConfig, sizes: Sizes) -> list[Row]:
     return rows
 
 
+def _task_records(task: int, spread: int) -> list[pa.RecordBatch]:
+    """A task's few records: round-robin over all partitions, or all in partition ``task % 8``."""
+    batch = value_batches(COMMIT_TASK_RECORDS)[0]
+    if spread == OUTPUT_PARTITIONS:
+        return [batch]
+    column = pa.array([task % OUTPUT_PARTITIONS] * batch.num_rows, pa.int32())
+    return [batch.append_column("partition", column)]
+
+
 def bench_commit(cfg: ClientConfig, sizes: Sizes) -> list[Row]:
-    """Median ``DriverProtocol.commit`` time of a batch whose N tasks each wrote a few records."""
-    topic = new_topic(cfg, "commit", OUTPUT_PARTITIONS)
-    few = value_batches(COMMIT_TASK_RECORDS)
+    """Median ``DriverProtocol.commit`` time of a batch whose N tasks each wrote a few records.
+
+    Tasks write round-robin, so each transaction spans all 8 partitions (one COMMIT marker
+    per partition); the largest N is also measured with one partition per task.
+    """
+    cases = [(tasks, OUTPUT_PARTITIONS) for tasks in sizes.commit_tasks]
+    cases.append((max(sizes.commit_tasks), 1))
     rows = []
-    try:
-        for tasks in sizes.commit_tasks:
-            sink = EosSink(cfg, f"commit{tasks}")
-            times = []
-            try:
-                with sink.wire() as wire:
-                    for batch in range(1 + sizes.commit_batches):  # the first one warms up
-                        handoffs = [sink.task(wire, topic, p, few) for p in range(tasks)]
-                        elapsed = sink.commit(handoffs, tasks)
-                        if batch:
-                            times.append(elapsed)
-            finally:
-                sink.close()
-            row = Row("driver commit", f"DriverProtocol.commit, {tasks} task(s)",
-                      tasks * COMMIT_TASK_RECORDS, statistics.median(times),
-                      [round(t, 4) for t in times],
-                      note=f"median of {len(times)} batches; decision log on local disk")
-            rows.append(row.target_seconds(0.1) if tasks >= 64 else row)
-    finally:
-        delete_topic(cfg, topic)
+    for tasks, spread in cases:
+        topic = new_topic(cfg, "commit", OUTPUT_PARTITIONS)
+        sink = EosSink(cfg, f"commit{tasks}")
+        times = []
+        try:
+            inputs = [_task_records(p, spread) for p in range(tasks)]
+            with sink.wire() as wire:
+                for batch in range(1 + sizes.commit_batches):  # the first one warms up
+                    handoffs = [sink.task(wire, topic, p, inputs[p]) for p in range(tasks)]
+                    elapsed = sink.commit(handoffs, tasks)
+                    if batch:
+                        times.append(elapsed)
+        finally:
+            sink.close()
+            delete_topic(cfg, topic)
+        row = Row("driver commit",
+                  f"DriverProtocol.commit, {tasks} task(s) × {spread} partition(s) each",
+                  tasks * COMMIT_TASK_RECORDS, statistics.median(times),
+                  [round(t, 4) for t in times],
+                  note=f"median of {len(times)} batches; decision log on local disk",
+                  show_rate=False)
+        rows.append(row.target_seconds(0.1) if tasks >= 64 else row)
     return rows
 
 
@@ -281,7 +298,8 @@ def bench_spark(spark: Any, cfg: ClientConfig, sizes: Sizes) -> Row:
 
         return on_fresh_topic(cfg, "spark-sink", work)
 
-    result = measure_rounds([("spark", rows_of(sizes.spark_sink))], sizes.runs,
-                            warmup=[("spark", rows_of(sizes.warmup))])["spark"]
+    warmup = [("spark", rows_of(sizes.warmup))] if sizes.spark_warmup else []
+    result = measure_rounds([("spark", rows_of(sizes.spark_sink))], sizes.spark_runs,
+                            warmup=warmup)["spark"]
     return row_of("Spark end to end", "df.write eoskafka (exactly-once), 2 tasks, local[2]",
                   result)

@@ -23,6 +23,7 @@ from eos_kafka_source import wire as kwire
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _ABORT, _COMMIT = 0, 1
 _FETCH_BYTES = 32 << 20
+_EMPTY_FETCH_RETRIES = 50  # about 5 s of 100 ms waits
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,10 @@ def _resolve(
                          log_start=b.log_start)
     pending: dict[int, list[Rec]] = {}
     position = b.log_start
+    empty_fetches = 0
     while position < b.high_watermark:
-        chunk = kwire.fetch(w, leader, {tp: position}, max_bytes=_FETCH_BYTES)[tp]
+        chunk = kwire.fetch(w, leader, {tp: position}, max_bytes=_FETCH_BYTES,
+                            max_wait_ms=1 if not empty_fetches else 100)[tp]
         if chunk.error_code:
             raise AssertionError(f"oracle: Fetch {tp} at {position} failed with {chunk.error_code}")
         progressed = False
@@ -105,10 +108,19 @@ def _resolve(
                 pending.setdefault(batch.producer_id, []).extend(records)
             else:
                 view.committed.extend(records)
-        if not progressed:
-            if chunk.records:
-                raise AssertionError(f"oracle: a batch at {tp}@{position} exceeds {_FETCH_BYTES}")
-            break  # the rest of the log below the high watermark was compacted away
+        if progressed:
+            empty_fetches = 0
+            continue
+        if chunk.records:
+            raise AssertionError(f"oracle: a batch at {tp}@{position} exceeds {_FETCH_BYTES}")
+        # No batch below the high watermark. Kafka never compacts the active segment, so this
+        # is not a gap: never guess (a silently short view would hide lost records).
+        empty_fetches += 1
+        if empty_fetches > _EMPTY_FETCH_RETRIES:
+            raise AssertionError(
+                f"oracle: {tp[0]}-{tp[1]} has a high watermark of {b.high_watermark} but Fetch "
+                f"returned no batch at offset {position} ({empty_fetches} tries)"
+            )
     for pid, records in pending.items():
         if records:
             view.open.extend(records)

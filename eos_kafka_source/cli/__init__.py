@@ -23,7 +23,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from ..errors import EosKafkaError
 from . import _common as c
@@ -54,15 +55,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _setup_logging(verbose: int) -> None:
+@contextmanager
+def _logging(verbose: int) -> Iterator[None]:
+    """-v: our INFO logs on stderr; -vv: DEBUG, kafka-python's too. Without -v, kafka-python's
+    reconnect chatter is muted (our errors say what failed). Restored on exit."""
+    ours, theirs = logging.getLogger("eos_kafka_source"), logging.getLogger("kafka")
+    saved = [(lg, lg.level) for lg in (ours, theirs)]
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     if verbose:
-        logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(name)s %(message)s",
-                            level=logging.DEBUG if verbose > 1 else logging.INFO)
+        ours.addHandler(handler)
+        ours.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+    if verbose > 1:
+        theirs.addHandler(handler)
+        theirs.setLevel(logging.DEBUG)
     else:
-        # kafka-python reports every reconnect attempt; our own errors say what failed.
-        kafka_log = logging.getLogger("kafka")
-        if kafka_log.level == logging.NOTSET:
-            kafka_log.setLevel(logging.CRITICAL)
+        theirs.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in saved:
+            lg.removeHandler(handler)
+            lg.setLevel(level)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,9 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2), already printed by argparse
         return exc.code if isinstance(exc.code, int) else c.EXIT_ERROR
-    _setup_logging(args.verbose)
     try:
-        return int(args.run(args))
+        with _logging(args.verbose):
+            return int(args.run(args))
     except EosKafkaError as exc:
         sys.stdout.flush()
         if getattr(args, "json", False):

@@ -146,14 +146,14 @@ def _print(doc: dict[str, Any], window: int) -> None:
             out.write(f"and probe {prefix}-{size}, {prefix}-{size + 1}, ... until {window} in a "
                       "row were never used (not done in a dry run: probing fences)\n")
         return
-    out.write(f"fenced {size} id(s) of prefix {prefix} (any transaction they held open is "
-              "aborted):\n")
+    probed = f", {len(doc['probed'])} probed past it" if doc["probe"] else ""
+    out.write(f"fenced {len(doc['fenced']) + len(doc['probed'])} id(s) of prefix {prefix} "
+              f"({size} in the pool{probed}); any transaction they held open is aborted:\n")
     rows = [[f["transactional_id"], f["epoch"], "new id" if f["epoch"] == 0 else ""]
             for f in doc["fenced"] + doc["probed"]]
     if rows:
         c.table(rows, ["transactional id", "epoch", ""])
     if doc["probe"]:
         used = doc["used_beyond_pool"]
-        out.write(f"probed past the pool: {len(doc['probed'])} id(s); "
-                  + (f"ids up to {prefix}-{used - 1} were in use\n" if used > size
-                     else "none was in use\n"))
+        out.write(f"past the pool, ids up to {prefix}-{used - 1} were in use\n" if used > size
+                  else "past the pool, no id was in use\n")

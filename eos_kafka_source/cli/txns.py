@@ -55,6 +55,7 @@ holds the LSO back. Close them with `eoskafka fence` (on a stopped query).
 
 exit status: 0 nothing open, 1 an undone batch or an open transaction, 2 error
 """
+_SHOWN = 8  # fenced epochs listed in the text output
 
 
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -89,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
             doc["batches"].append(_batch_json(decision))
             for h in decision.handoffs:
                 pid_names[h.producer_id] = h.transactional_id
-                if not args.topic:
-                    topics.extend(t for t, _, _ in h.partitions if t not in topics)
+                for topic, _, _ in h.partitions if not args.topic else ():
+                    if topic not in topics:
+                        topics.append(topic)
         doc["undone"] = [b["batch_id"] for b in doc["batches"] if b["state"] == "undone"]
     doc["topics"], doc["partitions"] = [], []
     if config is not None and topics:
@@ -150,7 +152,10 @@ def _print(doc: dict[str, Any], *, broker_checked: bool) -> None:
         pool = doc["pool"]
         out.write(f"decision log  {doc['decision_log']}\n")
         if pool["size"] or pool["prefix"]:
-            epochs = ", ".join(f"{k}={v}" for k, v in pool["fenced_epochs"].items()) or "none"
+            fenced = list(pool["fenced_epochs"].items())
+            epochs = ", ".join(f"{k}={v}" for k, v in fenced[:_SHOWN]) or "none"
+            if len(fenced) > _SHOWN:
+                epochs += f", ... ({len(fenced) - _SHOWN} more; --json lists all)"
             out.write(f"id pool       prefix {pool['prefix'] or '?'}, size {pool['size']}, "
                       f"{'clean' if pool['clean'] else 'NOT clean (last batch aborted)'}\n"
                       f"              fenced epochs: {epochs}\n")
@@ -181,7 +186,7 @@ def _print(doc: dict[str, Any], *, broker_checked: bool) -> None:
         for p in doc["partitions"]:
             opens = [f"producer {o['producer_id']} epoch {o['producer_epoch']}"
                      + (f" ({o['transactional_id']})" if o["transactional_id"] else "")
-                     + f": {o['records']} records from offset {o['first_offset']}"
+                     + f": {o['records']} record(s) from offset {o['first_offset']}"
                      for o in p["open"]]
             note = "; ".join(opens) or ("-" if not p["lso_lag"] else
                                         "none (every transaction past the LSO has its marker)")

@@ -43,6 +43,22 @@ _MAX_IN_FLIGHT = 5  # per leader; the idempotent producer's ordering limit
 _DUPLICATE_SEQUENCE = 46
 
 
+class _Pending:
+    """One partition's unsent records, kept as columns.
+
+    Not a tuple per record: millions of live tuples make CPython's cyclic GC dominate the
+    write path (measured ~2x slower), and the encoder wants columns anyway.
+    """
+
+    __slots__ = ("keys", "values", "stamps", "headers")
+
+    def __init__(self) -> None:
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.stamps: list[int] = []
+        self.headers: list[list[tuple[str, bytes | None]] | None] = []
+
+
 class TaskWriter:
     """One task attempt's producer. Use: ``open()``, ``write_batch()``…, ``handoff()``."""
 
@@ -68,7 +84,7 @@ class TaskWriter:
         self._in_txn: set[TopicPartition] = set()
         self._sequence: dict[TopicPartition, int] = {}
         self._counts: dict[TopicPartition, int] = {}
-        self._buffers: dict[TopicPartition, list[tuple[Any, Any, Any, Any]]] = {}
+        self._buffers: dict[TopicPartition, _Pending] = {}
         self._in_flight: dict[int, list[tuple[Any, dict[TopicPartition, int]]]] = {}
         self._round_robin = itertools.count(context.get("task_partition", 0))
         self.bytes = 0
@@ -103,10 +119,14 @@ class TaskWriter:
             partition = rows.partitions[i] if rows.partitions else None
             tp = (topic, self._partition_for(topic, key, partition))
             ts = rows.timestamps_ms[i] if rows.timestamps_ms else None
-            buf = self._buffers.setdefault(tp, [])
-            buf.append((key, rows.values[i], now if ts is None else ts,
-                        rows.headers[i] if rows.headers else None))
-            if len(buf) >= self.batch_records:
+            buf = self._buffers.get(tp)
+            if buf is None:
+                buf = self._buffers[tp] = _Pending()
+            buf.keys.append(key)
+            buf.values.append(rows.values[i])
+            buf.stamps.append(now if ts is None else ts)
+            buf.headers.append(rows.headers[i] if rows.headers else None)
+            if len(buf.values) >= self.batch_records:
                 self._send({tp: self._buffers.pop(tp)})
 
     def flush(self) -> None:
@@ -164,7 +184,7 @@ class TaskWriter:
 
     # -- sending ---------------------------------------------------------------------------
 
-    def _send(self, buffers: dict[TopicPartition, list[tuple[Any, Any, Any, Any]]]) -> None:
+    def _send(self, buffers: dict[TopicPartition, _Pending]) -> None:
         assert self.producer is not None
         new = [tp for tp in buffers if tp not in self._in_txn]
         if new and self.transactional_id is not None:
@@ -175,20 +195,22 @@ class TaskWriter:
         self._in_txn.update(new)
         by_leader: dict[int, dict[TopicPartition, bytes]] = {}
         counts: dict[TopicPartition, int] = {}
-        for tp, rows in buffers.items():
-            keys, values, stamps, headers = zip(*rows, strict=True)
-            has_headers = any(h for h in headers)
+        for tp, pending in buffers.items():
+            headers = pending.headers
+            has_headers = any(headers)
             seq = self._sequence.get(tp, 0)
             batch = encode_batch(
-                keys, values, list(stamps), list(h or [] for h in headers) if has_headers else None,
+                pending.keys, pending.values, pending.stamps,
+                [h or [] for h in headers] if has_headers else None,
                 producer_id=self.producer.producer_id, producer_epoch=self.producer.epoch,
                 base_sequence=seq, transactional=self.transactional_id is not None,
             )
-            self._sequence[tp] = (seq + len(rows)) & 0x7FFFFFFF
+            n = len(pending.values)
+            self._sequence[tp] = (seq + n) & 0x7FFFFFFF
             self.bytes += len(batch)
             leader = self._info(tp[0]).leaders[tp[1]]
             by_leader.setdefault(leader, {})[tp] = batch
-            counts[tp] = len(rows)
+            counts[tp] = n
         for leader, batches in by_leader.items():
             self._drain(leader, _MAX_IN_FLIGHT - 1)
             request = produce_request(self.wire, self.transactional_id, batches, 30000)

@@ -24,9 +24,11 @@ offsets), which gives the same batches in a running query. There a Python
 source cannot declare AvailableNow support: set
 ``spark.sql.streaming.triggerAvailableNowWrapper.enabled=true`` so
 ``Trigger.AvailableNow`` reads everything available at start (without it Spark
-runs a single batch), and note that with the wrapper on 4.0/4.1 the target is
-taken through ``latestOffset()``, so ``maxOffsetsPerTrigger`` also bounds what
-that AvailableNow run reads.
+runs a single batch, and after a restart may only replay the pending one).
+Even with the wrapper, Spark 4.0/4.1 take the AvailableNow target from one
+``latestOffset()`` call, which ``maxOffsetsPerTrigger`` caps: such a run reads
+one capped batch and stops (checked on 4.0.5); drop ``maxOffsetsPerTrigger``
+for AvailableNow runs there, or use pyspark 4.2+.
 """
 
 from __future__ import annotations
@@ -155,8 +157,7 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The input partitions of batch ``(start, end]``: exactly the planned ranges, so a
         replayed batch reads what the original did."""
         s, e = from_spark_offset(start), from_spark_offset(end)
-        if self._target is None:
-            self._known_end = e
+        self._known_end = e  # after a restart on pyspark < 4.2 this is how the reader learns it
         if s == e:
             return []
         return to_input_partitions(self.options, self.planner.plan(s, e))

@@ -21,6 +21,8 @@ from .connection import KafkaWire
 READ_UNCOMMITTED = 0
 _OFFSET_OUT_OF_RANGE = 1
 _EARLIEST = -2
+#: Empty answers below the high watermark re-asked (with a real wait) before taking a gap.
+_EMPTY_FETCH_CONFIRMATIONS = 2
 
 
 @dataclass(frozen=True)
@@ -222,10 +224,12 @@ class LogCursor:
 
     def __iter__(self) -> Iterator[tuple[BatchHeader, memoryview]]:
         waited_since: float | None = None
+        empty_below_hw = 0
         max_bytes = self.max_bytes
         while self.position < self.stop:
+            quick = waited_since is None and not empty_below_hw
             chunk = fetch(self.wire, self.leader, {self.tp: self.position}, max_bytes=max_bytes,
-                          max_wait_ms=1 if waited_since is None else 200).get(self.tp)
+                          max_wait_ms=1 if quick else 200).get(self.tp)
             if chunk is None:
                 raise for_code(3)(f"Fetch {self.tp[0]}-{self.tp[1]}: partition missing")
             if chunk.error_code == _OFFSET_OUT_OF_RANGE:
@@ -249,6 +253,7 @@ class LogCursor:
                     return
             if progressed:
                 waited_since = None
+                empty_below_hw = 0
                 continue
             if chunk.records and chunk.bounds.high_watermark > self.position:
                 if max_bytes >= 1 << 30:
@@ -260,6 +265,12 @@ class LogCursor:
             if chunk.bounds.high_watermark > self.position and not chunk.records:
                 # Offsets below the high watermark but no batch: removed by compaction.
                 # The next fetch returns the following batch; without one, the gap runs to hw.
+                # Tansu 0.6.0 sometimes answers a 1 ms fetch with no records although they
+                # exist: confirm with waiting fetches before skipping anything.
+                empty_below_hw += 1
+                if empty_below_hw <= _EMPTY_FETCH_CONFIRMATIONS:
+                    continue
+                empty_below_hw = 0
                 self.position = chunk.bounds.high_watermark
                 continue
             now = time.monotonic()

@@ -54,7 +54,9 @@ def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[
 
 
 def open_producers(bootstrap: str, topic: str) -> int:
-    return sum(len(pv.open_producers) for pv in committed_view(bootstrap, topic).values())
+    """Producers with an open transaction on any partition of ``topic``."""
+    return len({pid for pv in committed_view(bootstrap, topic).values()
+                for pid in pv.open_producers})
 
 
 class Sink:
@@ -257,6 +259,34 @@ def test_txns_flags_undone_batch_and_fence_refuses_it(capsys, sink: Sink, bootst
     assert_no_open_transactions(bootstrap, sink.topic)
 
 
+def test_fence_force_aborts_an_undone_batch(capsys, sink: Sink, bootstrap: str,
+                                            faults) -> None:
+    handoffs = [sink.task(p, _vals(f"t{p}")) for p in range(2)]
+    faults("commit.after_decision=raise")
+    with pytest.raises(RuntimeError, match="injected fault"):
+        sink.driver.commit(0, handoffs, tasks=2)
+    faults("")
+    code, out, _ = cli(capsys, "fence", "--checkpoint", sink.checkpoint, "--dry-run")
+    assert code == 1 and "REFUSED" in out and "--force" in out
+    code, doc = cli_json(capsys, "fence", "--checkpoint", sink.checkpoint, "-b", bootstrap,
+                         "--force")
+    assert code == 0 and doc["undone"] == [0] and not doc["refused"] and len(doc["fenced"]) == 2
+    assert open_producers(bootstrap, sink.topic) == 0
+    assert all(not pv.committed for pv in committed_view(bootstrap, sink.topic).values())
+    # The log still says undone: the restarted driver will report the loss loudly.
+    assert cli(capsys, "txns", "--checkpoint", sink.checkpoint)[0] == 1
+
+
+def test_fence_a_pool_wider_than_the_in_flight_limit(capsys, bootstrap, unique) -> None:
+    """InitProducerId is pipelined: more ids than kafka-python's 5 in flight per connection."""
+    code, doc = cli_json(capsys, "fence", "-b", bootstrap, "--prefix", unique,
+                         "--pool-size", "12", "--probe")
+    assert code == 0 and len(doc["fenced"]) == 12 and all(f["epoch"] == 0 for f in doc["fenced"])
+    assert doc["used_beyond_pool"] == 12
+    code, doc = cli_json(capsys, "fence", "-b", bootstrap, "--prefix", unique, "--pool-size", "12")
+    assert code == 0 and all(f["epoch"] == 1 for f in doc["fenced"])
+
+
 # -- fence ------------------------------------------------------------------------------------
 
 
@@ -292,7 +322,7 @@ def test_fence_probe_reaches_ids_past_the_pool(capsys, sink: Sink, bootstrap: st
     assert code == 0 and doc["used_beyond_pool"] == 6
     assert sink.ids.for_task(5) in {f["transactional_id"] for f in doc["probed"]}
     code, out, _ = cli(capsys, "fence", *prefix, "--probe")
-    assert code == 0 and "probed past the pool" in out
+    assert code == 0 and "past the pool, ids up to" in out
     assert cli(capsys, "txns", "-b", bootstrap, "--topic", sink.topic)[0] == 0
     assert_no_open_transactions(bootstrap, sink.topic)
 
@@ -360,7 +390,7 @@ def test_audit_by_json_field_and_key_and_tail(capsys, bootstrap, unique, monkeyp
     assert code == 1 and doc["duplicates"]["ids"] == 2 and doc["totals"]["duplicates"] == 2
     assert doc["totals"]["without_id"] == 1 and doc["id"] == {"by": "json", "field": "o.id"}
     code, doc = cli_json(capsys, *base, "--by", "key")
-    assert code == 1 and doc["duplicates"]["examples"][0]["id"] == "k0"
+    assert code == 1 and doc["duplicates"]["examples"][0]["id"] == "k0", doc
     code, doc = cli_json(capsys, *base, "--id-field", "n")
     assert code == 0 and doc["totals"]["committed"] == 7
     # Without --from-beginning only the tail is read: the last 3 offsets (marker, k0, marker);

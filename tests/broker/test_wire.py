@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import re
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kafka.errors import KafkaError
@@ -211,6 +214,31 @@ def test_log_cursor_starts_inside_a_batch(
     spans = [(h.base_offset, h.last_offset) for h, _ in cursor]
     assert spans[0][0] <= 4 <= spans[0][1]  # the batch holding offset 4, whole
     assert spans[-1][1] == 10
+
+
+def test_log_cursor_does_not_skip_records_on_an_empty_fetch(
+    wire: kwire.KafkaWire, bootstrap: str, unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tansu 0.6.0 sometimes answers a Fetch (max_wait_ms=1) with no records below the high
+    watermark, without error; the next Fetch returns them. That is no compacted gap."""
+    create_topic(bootstrap, unique)
+    write_plain(bootstrap, unique, [b"%d" % i for i in range(5)], partition=0)
+    fetch_module = importlib.import_module("eos_kafka_source.wire.fetch")
+    real_fetch = fetch_module.fetch
+    calls: list[int] = []
+
+    def first_answer_empty(*args: Any, **kwargs: Any) -> dict[kwire.TopicPartition, kwire.Chunk]:
+        out = real_fetch(*args, **kwargs)
+        calls.append(len(calls))
+        if len(calls) == 1:
+            return {tp: dataclasses.replace(c, records=b"") for tp, c in out.items()}
+        return out
+
+    monkeypatch.setattr(fetch_module, "fetch", first_answer_empty)
+    tp = (unique, 0)
+    cursor = kwire.LogCursor(wire, _leaders(wire, unique)[tp], tp, 0, 5, deadline_s=5)
+    offsets = [o for h, _ in cursor for o in range(h.base_offset, h.last_offset + 1)]
+    assert offsets == [0, 1, 2, 3, 4]
 
 
 def test_log_cursor_past_log_end_times_out(

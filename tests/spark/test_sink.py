@@ -38,6 +38,7 @@ def _batch_df(spark, values: list[bytes], partitions: int = 4):
     return spark.createDataFrame(rows, "value binary").repartition(partitions)
 
 
+@pytest.mark.smoke
 def test_batch_write_exactly_once(spark, bootstrap: str, unique: str) -> None:
     create_topic(bootstrap, unique, partitions=3)
     values = _values(1000)
@@ -145,6 +146,7 @@ def _stream(spark, src: Path, bootstrap: str, topic: str, checkpoint: Path, **op
     return writer
 
 
+@pytest.mark.smoke
 def test_streaming_write_exactly_once_and_bounded_id_pool(spark, bootstrap, unique, tmp_path):
     create_topic(bootstrap, unique, partitions=4)
     src, values = _json_input(tmp_path, files=5, per_file=200)

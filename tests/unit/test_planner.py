@@ -16,6 +16,7 @@ from eos_kafka_source.errors import ConfigError, DataLossError, TopicNotFoundErr
 from eos_kafka_source.options import SourceOptions
 from eos_kafka_source.source import planner as planner_mod
 from eos_kafka_source.source.planner import SourcePlanner
+from eos_kafka_source.source.stream_reader import HAS_READ_LIMITS
 from eos_kafka_source.wire import Bounds, TopicInfo
 from eos_kafka_source.wire import cluster as cluster_mod
 
@@ -257,6 +258,10 @@ def test_reader_after_restart_learns_the_position_from_partitions(cluster: FakeC
     assert r.latestOffset() == {"a": {"0": 25}}
 
 
+needs_read_limits = pytest.mark.skipif(not HAS_READ_LIMITS, reason="ReadLimit is pyspark 4.2+")
+
+
+@needs_read_limits
 def test_reader_with_read_limits(cluster: FakeCluster) -> None:
     """pyspark >= 4.2: latestOffset(start, limit)."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
@@ -269,6 +274,7 @@ def test_reader_with_read_limits(cluster: FakeCluster) -> None:
     assert stream_reader().getDefaultReadLimit() == ReadAllAvailable()
 
 
+@needs_read_limits
 def test_reader_min_offsets_waits_until_the_delay(cluster: FakeCluster) -> None:
     cluster.set("a", 0, 0, 3)
     waits = stream_reader(minOffsetsPerTrigger="5", maxTriggerDelay="1h")
@@ -280,6 +286,17 @@ def test_reader_min_offsets_waits_until_the_delay(cluster: FakeCluster) -> None:
     assert late.latestOffset({"a": {"0": 0}}, late.getDefaultReadLimit()) == {"a": {"0": 3}}
 
 
+def test_reader_min_offsets_without_read_limits(cluster: FakeCluster) -> None:
+    """pyspark < 4.2: minOffsetsPerTrigger applies to latestOffset() from the options."""
+    cluster.set("a", 0, 0, 3)
+    waits = stream_reader(startingOffsets="earliest", minOffsetsPerTrigger="5",
+                          maxTriggerDelay="1h")
+    assert waits.latestOffset() == {"a": {"0": 0}}
+    cluster.set("a", 0, 0, 6)
+    assert waits.latestOffset() == {"a": {"0": 6}}
+
+
+@needs_read_limits
 def test_reader_available_now_stops_at_the_target(cluster: FakeCluster) -> None:
     cluster.set("a", 0, 0, 8)
     r = stream_reader(startingOffsets="earliest", maxOffsetsPerTrigger="5")

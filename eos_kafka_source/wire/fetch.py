@@ -22,7 +22,6 @@ READ_UNCOMMITTED = 0
 _OFFSET_OUT_OF_RANGE = 1
 _EARLIEST = -2
 #: Empty answers below the high watermark re-asked (with a real wait) before taking a gap.
-_EMPTY_FETCH_CONFIRMATIONS = 2
 
 
 @dataclass(frozen=True)
@@ -263,21 +262,18 @@ class LogCursor:
                 max_bytes *= 2  # one batch larger than the fetch size
                 continue
             if chunk.bounds.high_watermark > self.position and not chunk.records:
-                # Offsets below the high watermark but no batch: removed by compaction.
-                # The next fetch returns the following batch; without one, the gap runs to hw.
+                # Kafka always returns the next batch below the high watermark (compaction
+                # never removes the log's last batch), so an empty answer here is transient:
                 # Tansu 0.6.0 sometimes answers a 1 ms fetch with no records although they
-                # exist: confirm with waiting fetches before skipping anything.
+                # exist. Ask again (waiting) until the deadline; never skip offsets.
                 empty_below_hw += 1
-                if empty_below_hw <= _EMPTY_FETCH_CONFIRMATIONS:
-                    continue
-                empty_below_hw = 0
-                self.position = chunk.bounds.high_watermark
-                continue
             now = time.monotonic()
             waited_since = waited_since or now
             if now - waited_since > self.deadline_s:
+                hw = chunk.bounds.high_watermark
+                what = (f"no records returned at offset {self.position} (high watermark {hw})"
+                        if hw > self.position else f"the log ends at {hw}")
                 raise TimeoutError_(
-                    f"{self.tp[0]}-{self.tp[1]}: the log ends at {chunk.bounds.high_watermark} "
-                    f"but offsets up to {self.stop} were planned; gave up after "
-                    f"{self.deadline_s:.0f}s (kafkaConsumer.pollTimeoutMs)"
+                    f"{self.tp[0]}-{self.tp[1]}: {what} but offsets up to {self.stop} were "
+                    f"planned; gave up after {self.deadline_s:.0f}s (kafkaConsumer.pollTimeoutMs)"
                 )

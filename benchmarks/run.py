@@ -10,21 +10,17 @@ Benchmarks are not tests: a missed target is reported, not failed.
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import os
-import pstats
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from eos_kafka_source.broker import EmbeddedBroker
-from eos_kafka_source.client_config import ClientConfig
 
 from . import sink, source
-from .common import Row, Sizes, client, delete_topic, new_topic, value_batches
+from .common import Row, Sizes, client
+from .profiling import profile
 from .report import environment, print_row, save
 
 DEFAULT_OUT = Path("bench-results/latest.md")
@@ -76,37 +72,6 @@ def start_spark() -> Any:
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
-
-def profile(cfg: ClientConfig, ranges: list[source.Range], sizes: Sizes, path: Path) -> None:
-    """cProfile one source read (1 partition) and one exactly-once sink task."""
-    data = value_batches(sizes.sink)
-    eos = sink.EosSink(cfg, "profile")
-    topic = new_topic(cfg, "profile", sink.OUTPUT_PARTITIONS)
-    try:
-        sections: list[tuple[str, Callable[[], int]]] = [
-            (f"source: read_partition, 1 partition, {sizes.source_1p:,} records",
-             lambda: source.read_ours(cfg, ranges)),
-            (f"sink: TaskWriter write + handoff + DriverProtocol.commit, {sizes.sink:,} records",
-             lambda: eos.write(topic, data)),
-        ]
-        text = []
-        for title, fn in sections:
-            prof = cProfile.Profile()
-            prof.enable()
-            fn()
-            prof.disable()
-            for order in ("cumulative", "tottime"):
-                buf = io.StringIO()
-                pstats.Stats(prof, stream=buf).strip_dirs().sort_stats(order).print_stats(15)
-                text += [f"== {title}: top 15 by {order} time ==", buf.getvalue().strip(), ""]
-    finally:
-        eos.close()
-        delete_topic(cfg, topic)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(text) + "\n")
-    print("\n".join(text))
-    print(f"written: {path}")
 
 
 def main(argv: list[str] | None = None) -> int:

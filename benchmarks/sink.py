@@ -87,7 +87,7 @@ class EosSink:
             fence(wire, [tid], TXN_TIMEOUT_MS)  # aborts the open transaction
             raise
 
-    def commit(self, handoffs: list[TxnHandoff], tasks: int) -> float:
+    def commit(self, handoffs: list[TxnHandoff], tasks: int, *, then_prepare: bool = True) -> float:
         """Commit the current batch; returns the seconds ``DriverProtocol.commit`` took."""
         started = time.perf_counter()
         try:
@@ -97,7 +97,8 @@ class EosSink:
             raise
         elapsed = time.perf_counter() - started
         self.batch_id += 1
-        self.driver.prepare(new_run=False)  # the planning worker, before the next batch
+        if then_prepare:
+            self.driver.prepare(new_run=False)  # the planning worker, before the next batch
         return elapsed
 
     def write(self, topic: str, batches: Iterable[pa.RecordBatch]) -> int:

@@ -122,20 +122,37 @@ def run(args: argparse.Namespace) -> int:
     if args.tail < 1:
         raise c.UsageError("--tail must be at least 1")
     config = c.client_config(args)
-    ids = _Ids(args.by, args.id_field)
-    parts: list[dict[str, Any]] = []
     with c.connect(config) as wire:
-        for part in partitions_of(wire, [args.topic]):
-            parts.append(_audit_partition(wire, part, ids, args))
+        doc, _ = audit_topic(wire, args.topic, by=args.by, id_field=args.id_field,
+                             from_beginning=args.from_beginning, tail=args.tail)
+    if args.json:
+        c.emit_json(doc)
+    else:
+        _print(doc)
+    return c.EXIT_OK if doc["ok"] else c.EXIT_PROBLEM
+
+
+def audit_topic(
+    wire: Any, topic: str, *, by: str = "key", id_field: str | None = None,
+    from_beginning: bool = True, tail: int = 1_000_000,
+) -> tuple[dict[str, Any], set[Any]]:
+    """The audit document (as ``--json`` prints it) and the set of committed ids.
+
+    Ids are the key, the value, or (with ``id_field``) a JSON field of the value
+    rendered with ``json.dumps``. Used by the CLI and by ``make demo``.
+    """
+    ids = _Ids(by, id_field)
+    window = argparse.Namespace(from_beginning=from_beginning, tail=tail)
+    parts = [_audit_partition(wire, part, ids, window) for part in partitions_of(wire, [topic])]
     totals = {k: sum(p[k] for p in parts) for k in
               ("committed", "aborted", "open", "non_transactional", "duplicates", "without_id")}
     totals["aborted_visible_to_read_uncommitted"] = totals["aborted"]
     examples = sorted(ids.dups.items(), key=lambda i: (-len(i[1]), i[1][0]))[:_EXAMPLES]
     doc = {
-        "topic": args.topic,
-        "id": {"by": "json" if args.id_field else args.by, "field": args.id_field},
-        "from_beginning": args.from_beginning,
-        "tail": None if args.from_beginning else args.tail,
+        "topic": topic,
+        "id": {"by": "json" if id_field else by, "field": id_field},
+        "from_beginning": from_beginning,
+        "tail": None if from_beginning else tail,
         "partitions": parts,
         "totals": totals,
         "duplicates": {
@@ -145,11 +162,7 @@ def run(args: argparse.Namespace) -> int:
         },
         "ok": not totals["duplicates"] and not totals["open"],
     }
-    if args.json:
-        c.emit_json(doc)
-    else:
-        _print(doc)
-    return c.EXIT_OK if doc["ok"] else c.EXIT_PROBLEM
+    return doc, set(ids.first)
 
 
 def _audit_partition(wire: Any, part: PartitionState, ids: _Ids,

@@ -11,15 +11,13 @@ that are visible at once.
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
-from kafka.partitioner.default import murmur2
 
-from ..errors import RecordTooLargeError, TopicNotFoundError, for_code
+from ..errors import RecordTooLargeError, for_code
 from ..faults import fault_point
 from ..records import encode_batch
 from ..wire import (
@@ -37,10 +35,16 @@ from ..wire import (
 )
 from .columns import unpack
 from .handoff import TxnHandoff
+from .partitioner import Router, take
 
 TopicPartition = tuple[str, int]
 _MAX_IN_FLIGHT = 5  # per leader; the idempotent producer's ordering limit
 _DUPLICATE_SEQUENCE = 46
+_BATCH_BYTES = 900_000  # under the brokers' default max.message.bytes (1 MiB)
+
+
+def _size(selection: slice | list[int]) -> int:
+    return selection.stop - selection.start if isinstance(selection, slice) else len(selection)
 
 
 class _Pending:
@@ -86,7 +90,8 @@ class TaskWriter:
         self._counts: dict[TopicPartition, int] = {}
         self._buffers: dict[TopicPartition, _Pending] = {}
         self._in_flight: dict[int, list[tuple[Any, dict[TopicPartition, int]]]] = {}
-        self._round_robin = itertools.count(context.get("task_partition", 0))
+        self._router = Router(topic, lambda t: len(self._info(t).leaders),
+                              start=context.get("task_partition", 0))
         self.bytes = 0
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -107,32 +112,40 @@ class TaskWriter:
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         rows = unpack(batch)
+        n = len(rows)
+        if not n:
+            return
         now = int(time.time() * 1000)
-        for i in range(len(rows)):
-            topic = self.topic or (rows.topics[i] if rows.topics else None)
-            if not topic:
-                raise TopicNotFoundError(
-                    "a row has a null 'topic' and no 'topic' option is set; set the option "
-                    "or fill the column"
-                )
-            key = rows.keys[i] if rows.keys else None
-            partition = rows.partitions[i] if rows.partitions else None
-            tp = (topic, self._partition_for(topic, key, partition))
-            ts = rows.timestamps_ms[i] if rows.timestamps_ms else None
-            buf = self._buffers.get(tp)
-            if buf is None:
-                buf = self._buffers[tp] = _Pending()
-            buf.keys.append(key)
-            buf.values.append(rows.values[i])
-            buf.stamps.append(now if ts is None else ts)
-            buf.headers.append(rows.headers[i] if rows.headers else None)
-            if len(buf.values) >= self.batch_records:
-                self._send({tp: self._buffers.pop(tp)})
+        stamps = rows.timestamps_ms
+        if stamps is None:
+            stamps = [now] * n
+        elif None in stamps:
+            stamps = [now if ts is None else ts for ts in stamps]
+        chunk = self._chunk_records(batch, n)
+        for tp, selection in self._router.route(rows, chunk):
+            pending = self._buffers.get(tp)
+            if pending is None:
+                pending = self._buffers[tp] = _Pending()
+            pending.values += take(rows.values, selection)
+            pending.keys += take(rows.keys, selection) if rows.keys else [None] * _size(selection)
+            pending.stamps += take(stamps, selection)
+            pending.headers += (take(rows.headers, selection) if rows.headers
+                                else [None] * _size(selection))
+            if len(pending.values) >= chunk:
+                self._send({tp: self._buffers.pop(tp)}, chunk)
+
+    def _chunk_records(self, batch: pa.RecordBatch, n: int) -> int:
+        """Records per Produce batch: ``producer.batchRecords``, fewer for big records.
+
+        Brokers refuse batches over ``max.message.bytes`` (1 MiB by default).
+        """
+        size = sum(batch.column(i).nbytes for i in range(batch.num_columns)) / n
+        return max(1, min(self.batch_records, int(_BATCH_BYTES // (size + 16))))
 
     def flush(self) -> None:
         buffers, self._buffers = self._buffers, {}
         if buffers:
-            self._send(buffers)
+            self._send(buffers, self.batch_records)
         for node in list(self._in_flight):
             self._drain(node, 0)
         fault_point("write.after_flush", task=self.context.get("task_partition"))
@@ -167,24 +180,14 @@ class TaskWriter:
             self._topics[topic] = info
         return info
 
-    def _partition_for(self, topic: str, key: bytes | None, partition: int | None) -> int:
-        info = self._info(topic)
-        count = len(info.leaders)
-        if partition is not None:
-            if not 0 <= partition < count:
-                raise TopicNotFoundError(
-                    f"row asks for partition {partition} of topic {topic}, which has {count} "
-                    f"partitions (0..{count - 1})"
-                )
-            return partition
-        if key is not None:
-            # Kafka's default partitioner, so keys land where the Java client puts them.
-            return (murmur2(key) & 0x7FFFFFFF) % count
-        return next(self._round_robin) % count
-
     # -- sending ---------------------------------------------------------------------------
 
-    def _send(self, buffers: dict[TopicPartition, _Pending]) -> None:
+    def _send(self, buffers: dict[TopicPartition, _Pending], chunk: int) -> None:
+        """Encode and send everything in ``buffers``, at most ``chunk`` records per batch.
+
+        One batch per partition per Produce request; more rounds when a partition
+        holds more than ``chunk`` records.
+        """
         assert self.producer is not None
         new = [tp for tp in buffers if tp not in self._in_txn]
         if new and self.transactional_id is not None:
@@ -193,19 +196,28 @@ class TaskWriter:
                 self.wire, self.coordinator, self.transactional_id, self.producer, new
             )
         self._in_txn.update(new)
+        rounds = max(-(-len(p.values) // chunk) for p in buffers.values())
+        for r in range(rounds):
+            part = slice(r * chunk, (r + 1) * chunk)
+            self._send_round({tp: p for tp, p in buffers.items() if len(p.values) > part.start},
+                             part)
+
+    def _send_round(self, buffers: dict[TopicPartition, _Pending], part: slice) -> None:
+        assert self.producer is not None
         by_leader: dict[int, dict[TopicPartition, bytes]] = {}
         counts: dict[TopicPartition, int] = {}
         for tp, pending in buffers.items():
-            headers = pending.headers
+            headers = pending.headers[part]
             has_headers = any(headers)
             seq = self._sequence.get(tp, 0)
+            values = pending.values[part]
             batch = encode_batch(
-                pending.keys, pending.values, pending.stamps,
+                pending.keys[part], values, pending.stamps[part],
                 [h or [] for h in headers] if has_headers else None,
                 producer_id=self.producer.producer_id, producer_epoch=self.producer.epoch,
                 base_sequence=seq, transactional=self.transactional_id is not None,
             )
-            n = len(pending.values)
+            n = len(values)
             self._sequence[tp] = (seq + n) & 0x7FFFFFFF
             self.bytes += len(batch)
             leader = self._info(tp[0]).leaders[tp[1]]

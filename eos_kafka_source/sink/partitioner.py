@@ -1,0 +1,115 @@
+"""Which Kafka partition each input row goes to, decided column-wise where possible.
+
+Rows with a ``partition`` go there; rows with a key go where Kafka's default
+partitioner puts them (murmur2 of the key, so keyed data lands where the Java
+client would put it); rows without either are spread in contiguous chunks, one
+partition per chunk (Kafka's "sticky" partitioner), which keeps the hot path free
+of per-row Python work. Runs on: executors, inside ``write()``. No network.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+
+from kafka.partitioner.default import murmur2
+
+from ..errors import TopicNotFoundError
+from .columns import Rows
+
+TopicPartition = tuple[str, int]
+#: A selection of rows: a contiguous slice, or explicit row indices.
+Selection = slice | list[int]
+
+_MEMO_LIMIT = 1 << 16
+
+
+class Router:
+    """Routes the rows of Arrow batches to (topic, partition) selections."""
+
+    def __init__(self, topic: str | None, partitions_of: Callable[[str], int], start: int) -> None:
+        self.topic = topic
+        self.partitions_of = partitions_of
+        self._sticky = itertools.count(start)
+        self._memo: dict[tuple[bytes, int], int] = {}
+
+    def route(self, rows: Rows, chunk: int) -> Iterator[tuple[TopicPartition, Selection]]:
+        for topic, selection in self._by_topic(rows):
+            yield from self._by_partition(topic, rows, selection, chunk)
+
+    def _by_topic(self, rows: Rows) -> Iterator[tuple[str, Selection]]:
+        n = len(rows)
+        if self.topic is not None:
+            yield self.topic, slice(0, n)
+            return
+        assert rows.topics is not None  # columns.validate() requires one or the other
+        distinct = set(rows.topics)
+        if None in distinct or "" in distinct:
+            raise TopicNotFoundError(
+                "a row has a null or empty 'topic' and no 'topic' option is set; set the "
+                "option or fill the column"
+            )
+        if len(distinct) == 1:
+            yield rows.topics[0], slice(0, n)  # type: ignore[misc]
+            return
+        groups: dict[str, list[int]] = {}
+        for i, topic in enumerate(rows.topics):
+            groups.setdefault(topic, []).append(i)  # type: ignore[arg-type]
+        yield from groups.items()
+
+    def _by_partition(self, topic: str, rows: Rows, selection: Selection,
+                      chunk: int) -> Iterator[tuple[TopicPartition, Selection]]:
+        count = self.partitions_of(topic)
+        indices = range(len(rows))[selection] if isinstance(selection, slice) else selection
+        fallback = next(self._sticky) % count  # rows with neither key nor partition
+        if rows.partitions is not None:
+            groups: dict[int, list[int]] = {}
+            for i in indices:
+                p = rows.partitions[i]
+                if p is None:
+                    p = self._keyed(rows, i, count, fallback)
+                elif not 0 <= p < count:
+                    raise TopicNotFoundError(
+                        f"a row asks for partition {p} of topic {topic}, which has {count} "
+                        f"partitions (0..{count - 1})"
+                    )
+                groups.setdefault(p, []).append(i)
+            for p, rows_of in groups.items():
+                yield (topic, p), rows_of
+            return
+        if rows.keys is not None and any(k is not None for k in rows.keys):
+            groups = {}
+            for i in indices:
+                groups.setdefault(self._keyed(rows, i, count, fallback), []).append(i)
+            for p, rows_of in groups.items():
+                yield (topic, p), rows_of
+            return
+        # No keys, no partitions: contiguous chunks, one partition each.
+        partition = fallback
+        if isinstance(selection, slice):
+            for begin in range(selection.start, selection.stop, chunk):
+                yield (topic, partition), slice(begin, min(begin + chunk, selection.stop))
+                partition = next(self._sticky) % count
+        else:
+            for begin in range(0, len(selection), chunk):
+                yield (topic, partition), selection[begin:begin + chunk]
+                partition = next(self._sticky) % count
+
+    def _keyed(self, rows: Rows, i: int, count: int, fallback: int) -> int:
+        key = rows.keys[i] if rows.keys is not None else None
+        if key is None:
+            return fallback
+        memo = (key, count)
+        p = self._memo.get(memo)
+        if p is None:
+            p = (murmur2(key) & 0x7FFFFFFF) % count
+            if len(self._memo) < _MEMO_LIMIT:
+                self._memo[memo] = p
+        return p
+
+
+def take(column: list, selection: Selection) -> list:
+    """The selected entries of a column (a list slice, or a gather)."""
+    if isinstance(selection, slice):
+        return column[selection]
+    return [column[i] for i in selection]

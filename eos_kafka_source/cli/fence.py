@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
                 end, more = probe_beyond(wire, factory.for_task, size,
                                          args.transaction_timeout_ms, window=args.probe_window)
                 order = sorted(more, key=factory.task_of)
-                doc["probed"] = [{"transactional_id": t, "epoch": more[t]} for t in order]
+                doc["probed"] = [{"transactional_id": t, "epoch": more[t].epoch} for t in order]
                 doc["used_beyond_pool"] = end
     if args.json:
         c.emit_json(doc)

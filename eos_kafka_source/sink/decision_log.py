@@ -48,6 +48,8 @@ class PoolState:
     owner: str = ""
     #: False after an abort: a stopped task may still open a transaction later.
     clean: bool = False
+    #: transactional id -> producer id it had when fenced (an epoch compares only within it).
+    fenced_producers: dict[str, int] = field(default_factory=dict)
 
 
 class DecisionLog:
@@ -150,12 +152,14 @@ class DecisionLog:
         return PoolState(
             int(data.get("size", 0)), dict(data.get("fenced_epochs", {})),
             data.get("prefix", ""), data.get("owner", ""), bool(data.get("clean", False)),
+            dict(data.get("fenced_producers", {})),
         )
 
     def save_pool(self, state: PoolState) -> None:
         self._write("pool.json", {"size": state.size, "fenced_epochs": state.fenced_epochs,
                                   "prefix": state.prefix, "owner": state.owner,
-                                  "clean": state.clean})
+                                  "clean": state.clean,
+                                  "fenced_producers": state.fenced_producers})
 
 
 def _as_uri(location: str) -> str:

@@ -19,11 +19,11 @@ from collections.abc import Callable
 
 from ..errors import TransactionLostError
 from ..faults import fault_point
-from ..wire import KafkaWire
+from ..wire import TXN_PROTOCOL, KafkaWire, ProducerIdentity
 from .claims import claim_prefix
 from .committer import FinishReport, finish
 from .decision_log import DecisionLog, PoolState
-from .fencing import fence, probe_beyond
+from .fencing import fence, fence_identities, probe_beyond
 from .handoff import TxnHandoff
 from .naming import TransactionalIdFactory
 
@@ -82,13 +82,13 @@ class DriverProtocol:
             )
 
     def _fence_pool(self, wire: KafkaWire, pool: PoolState, *, probe: bool) -> None:
-        epochs = fence(wire, self.ids.pool(pool.size), self.timeout_ms)
+        fenced = fence_identities(wire, self.ids.pool(pool.size), self.timeout_ms)
         size = pool.size
         if probe:
             size, more = probe_beyond(wire, self.ids.for_task, pool.size, self.timeout_ms)
-            epochs.update(more)
+            fenced.update(more)
             size = max(size, pool.size)
-        pool.fenced_epochs.update(epochs)
+        _remember(pool, fenced)
         pool.size = size
         pool.prefix, pool.owner = self.ids.prefix, self.owner
         pool.clean = True
@@ -159,13 +159,21 @@ class DriverProtocol:
         pool = self.decisions.pool()
         if tasks < pool.size:
             stale = [self.ids.for_task(p) for p in range(tasks, pool.size)]
-            pool.fenced_epochs.update(fence(wire, stale, self.timeout_ms))
+            _remember(pool, fence_identities(wire, stale, self.timeout_ms))
         if tasks > pool.size or tasks < pool.size:
             pool.size = max(pool.size, tasks)
             pool.prefix, pool.owner = self.ids.prefix, self.owner
             self.decisions.save_pool(pool)
 
     def _refuse_foreign(self, handoffs: list[TxnHandoff]) -> None:
+        other_protocol = [h for h in handoffs if h.open and h.txn_protocol != TXN_PROTOCOL]
+        if other_protocol:
+            raise TransactionLostError(
+                f"refusing hand-offs written with transaction protocol generation "
+                f"{other_protocol[0].txn_protocol}; this driver finishes generation "
+                f"{TXN_PROTOCOL} only (mixed eoskafka versions?): "
+                + "; ".join(h.describe() for h in other_protocol)
+            )
         foreign = [h for h in handoffs if self.ids.task_of(h.transactional_id) is None]
         if foreign:
             raise TransactionLostError(
@@ -175,7 +183,8 @@ class DriverProtocol:
 
     def _refuse_superseded(self, handoffs: list[TxnHandoff], pool: PoolState) -> None:
         stale = [h for h in handoffs
-                 if h.open and h.epoch <= pool.fenced_epochs.get(h.transactional_id, -1)]
+                 if h.open and pool.fenced_producers.get(h.transactional_id) == h.producer_id
+                 and h.epoch <= pool.fenced_epochs.get(h.transactional_id, -1)]
         if stale:
             raise TransactionLostError(
                 "refusing hand-offs whose epoch the driver has already fenced (a zombie "
@@ -209,3 +218,9 @@ class DriverProtocol:
             else:
                 fence(wire, [self.ids.for_task(p) for p in range(tasks)], self.timeout_ms)
 
+
+def _remember(pool: PoolState, fenced: dict[str, ProducerIdentity]) -> None:
+    """Record the identity each id was fenced to: older hand-offs on it are zombies."""
+    for tid, who in fenced.items():
+        pool.fenced_epochs[tid] = who.epoch
+        pool.fenced_producers[tid] = who.producer_id

@@ -10,45 +10,54 @@ Runs on: the driver.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from ..wire import KafkaWire, find_coordinators, init_producer_ids
+from ..wire import KafkaWire, ProducerIdentity, find_coordinators, init_producer_ids
 
 log = logging.getLogger(__name__)
 
 
 def fence(wire: KafkaWire, transactional_ids: list[str], timeout_ms: int) -> dict[str, int]:
     """Fence ``transactional_ids``; returns the new epoch of each (0 for a never-used id)."""
+    return {tid: who.epoch for tid, who in fence_identities(wire, transactional_ids,
+                                                              timeout_ms).items()}
+
+
+def fence_identities(
+    wire: KafkaWire, transactional_ids: list[str], timeout_ms: int
+) -> dict[str, ProducerIdentity]:
+    """Fence ``transactional_ids``; returns each one's new (producer id, epoch)."""
     if not transactional_ids:
         return {}
     coordinators = find_coordinators(wire, transactional_ids)
     by_node: dict[int, list[str]] = {}
     for tid in transactional_ids:
         by_node.setdefault(coordinators[tid], []).append(tid)
-    epochs: dict[str, int] = {}
+    out: dict[str, ProducerIdentity] = {}
     for node, ids in by_node.items():
-        for tid, who in init_producer_ids(wire, node, ids, timeout_ms).items():
-            epochs[tid] = who.epoch
-    log.info("eoskafka: fenced %d transactional ids", len(epochs))
-    return epochs
+        out.update(init_producer_ids(wire, node, ids, timeout_ms))
+    log.info("eoskafka: fenced %d transactional ids", len(out))
+    return out
 
 
 def probe_beyond(
-    wire: KafkaWire, make_id, start: int, timeout_ms: int, *, window: int = 4
-) -> tuple[int, dict[str, int]]:
+    wire: KafkaWire, make_id: Callable[[int], str], start: int, timeout_ms: int, *,
+    window: int = 4,
+) -> tuple[int, dict[str, ProducerIdentity]]:
     """Fence ids ``make_id(start)``, ``make_id(start+1)``… until ``window`` in a row were unused.
 
     A never-used id comes back at epoch 0; a used one at a higher epoch. Finds
     ids a killed batch with more tasks than the recorded pool may have left open.
     Returns (first index past the last used id, epochs).
     """
-    epochs: dict[str, int] = {}
+    found: dict[str, ProducerIdentity] = {}
     index, end = start, start
     while index < end + window:
         ids = [make_id(i) for i in range(index, end + window)]
-        got = fence(wire, ids, timeout_ms)
-        epochs.update(got)
+        got = fence_identities(wire, ids, timeout_ms)
+        found.update(got)
         for i in range(index, end + window):
-            if got[make_id(i)] > 0:
+            if got[make_id(i)].epoch > 0:
                 end = i + 1
         index += len(ids)
-    return end, epochs
+    return end, found

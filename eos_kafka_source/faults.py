@@ -10,7 +10,8 @@ workers see changes) is set. A spec is a comma-separated list of
   entry is skipped while the file exists (works across processes);
 - actions: ``raise`` (InjectedFault), ``kill`` (SIGKILL this process: a dead
   Python worker), ``killgroup`` (SIGKILL the process group: a dead driver),
-  ``block:<path>`` (create ``<path>.started``, wait for ``<path>.release``).
+  ``block:<path>`` (write this process id to ``<path>.started``, wait for
+  ``<path>.release``).
 
 Example: ``commit.after_decision=killgroup@/tmp/once,write.after_flush/1=raise``.
 """
@@ -99,7 +100,7 @@ def _act(action: str, name: str) -> None:
         os.killpg(os.getpgid(0), signal.SIGKILL)
     if action.startswith("block:"):
         path = action.split(":", 1)[1]
-        Path(f"{path}.started").touch()
+        Path(f"{path}.started").write_text(str(os.getpid()))  # who is blocked (chaos harness)
         while not os.path.exists(f"{path}.release"):
             time.sleep(0.01)
         return

@@ -16,9 +16,9 @@ import struct
 from dataclasses import dataclass, field
 
 from kafka.record import MemoryRecords
-from kafka_helpers import wire_for
 
 from eos_kafka_source import wire as kwire
+from tests.kafka_helpers import wire_for
 
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _ABORT, _COMMIT = 0, 1

@@ -5,7 +5,8 @@ Commands (``eoskafka COMMAND --help`` shows examples for each):
 - ``broker``  run the embedded development broker in the foreground;
 - ``txns``    a sink's decision log, id pool and the open transactions on its topics;
 - ``fence``   (alias ``abort``) close lingering transactions of a transactional-id prefix;
-- ``audit``   a topic's committed view resolved from markers: counts and duplicates.
+- ``audit``   a topic's committed view resolved from markers: counts and duplicates;
+- ``lag``     how far a streaming query's source is behind the last stable offset.
 
 Every command takes ``--bootstrap-server`` (or ``$EOSKAFKA_BOOTSTRAP``),
 ``--config kafka.KEY=VALUE`` (repeatable: security and other client settings,
@@ -28,11 +29,11 @@ from contextlib import contextmanager
 
 from ..errors import EosKafkaError
 from . import _common as c
-from . import audit, broker, fence, txns
+from . import audit, broker, fence, lag, txns
 
 __all__ = ["main"]
 
-_COMMANDS = (broker, txns, fence, audit)
+_COMMANDS = (broker, txns, fence, audit, lag)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
                "  eoskafka broker --port 9092\n"
                "  eoskafka txns --checkpoint /chk/orders -b localhost:9092\n"
                "  eoskafka fence -b localhost:9092 --checkpoint /chk/orders --probe\n"
-               "  eoskafka audit -b localhost:9092 --topic orders --from-beginning\n\n"
+               "  eoskafka audit -b localhost:9092 --topic orders --from-beginning\n"
+               "  eoskafka lag -b localhost:9092 --checkpoint /chk/orders\n\n"
                "exit status: 0 ok, 1 problem found, 2 usage or connection error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import ConfigError, TopicNotFoundError
 from ..offsets import (
@@ -66,11 +66,13 @@ class Latest:
     """What :meth:`SourcePlanner.latest_offsets` found.
 
     ``end`` is the next batch's end (capped); ``available`` counts the offsets
-    between the (data-loss adjusted) start and the uncapped latest offsets.
+    between the (data-loss adjusted) start and the uncapped latest offsets,
+    ``latest``.
     """
 
     end: Offsets
     available: int
+    latest: Offsets = field(default_factory=dict)
 
 
 class SourcePlanner:
@@ -181,7 +183,7 @@ class SourcePlanner:
         if target is not None:
             latest = {tp: min(end, target[tp]) for tp, end in latest.items()}
         available = sum(max(0, latest[tp] - base[tp]) for tp in latest)
-        return Latest(cap_end_offsets(base, latest, max_offsets), available)
+        return Latest(cap_end_offsets(base, latest, max_offsets), available, latest)
 
     def plan(
         self, start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]

@@ -78,6 +78,8 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         #: Trigger.AvailableNow: the offsets current when the query started.
         self._target: Offsets | None = None
         self._last_trigger = time.monotonic()
+        #: The uncapped latest offsets last seen (lag = latest - end; see reportLatestOffset).
+        self._latest: Offsets = {}
 
     # -- pickling: the planner holds a socket and stays on the driver ----------------------
 
@@ -126,11 +128,14 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             base = from_spark_offset(start)
             max_offsets, use_min = _limits(limit)
         latest = self.planner.latest_offsets(base, max_offsets, target=self._target)
+        self._latest = latest.latest
         end = latest.end
         if use_min and self._target is None and self._too_early(latest.available):
             end = dict(base)
         elif end != base:
             self._last_trigger = time.monotonic()
+        #: The uncapped latest offsets last seen (lag = latest - end; see reportLatestOffset).
+        self._latest: Offsets = {}
         if start is None:
             self._known_end = end
         return to_spark_offset(end)
@@ -142,6 +147,14 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return False
         waited_ms = (time.monotonic() - self._last_trigger) * 1000
         return waited_ms < self.options.max_trigger_delay_ms
+
+    def reportLatestOffset(self) -> dict | None:
+        """The latest offsets available (uncapped), shown in the query's progress.
+
+        ``StreamingQueryProgress.sources[0].latestOffset`` minus ``endOffset`` is
+        how far the query is behind the last stable offset.
+        """
+        return to_spark_offset(self._latest) if self._latest else None
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Trigger.AvailableNow (pyspark >= 4.2): fix the target at the offsets current now.
@@ -160,7 +173,11 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._known_end = e  # after a restart on pyspark < 4.2 this is how the reader learns it
         if s == e:
             return []
-        return to_input_partitions(self.options, self.planner.plan(s, e))
+        ranges = self.planner.plan(s, e)
+        lag = sum(max(0, off - e.get(tp, off)) for tp, off in self._latest.items())
+        log.info("eoskafka source: batch of %d offsets in %d ranges; %d offsets behind latest",
+                 sum(r.end - r.start for r in ranges), len(ranges), lag)
+        return to_input_partitions(self.options, ranges)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: stream the partition's visible records as Arrow batches."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 
@@ -88,9 +89,38 @@ def fetch(
     max_wait_ms: int = 1,
 ) -> dict[TopicPartition, Chunk]:
     """One Fetch to ``leader`` for several partitions at given offsets."""
+    return receive_fetch(send_fetch(wire, leader, wants, max_bytes=max_bytes,
+                                    max_wait_ms=max_wait_ms))
+
+
+@dataclass
+class SentFetch:
+    """A Fetch sent and not yet answered: pass it to :func:`receive_fetch`."""
+
+    wire: KafkaWire
+    sent: tuple[int, Any]
+    what: str
+    timeout_ms: int
+
+
+def send_fetch(
+    wire: KafkaWire,
+    leader: int,
+    wants: Mapping[TopicPartition, int],
+    *,
+    max_bytes: int,
+    max_wait_ms: int = 1,
+) -> SentFetch:
+    """Send a Fetch without waiting, so the broker prepares it while the caller works."""
     request = _fetch_request(wire.version(FetchRequest), wants, max_bytes, max_wait_ms)
-    timeout = wire.config.request_timeout_ms + max_wait_ms
-    response = wire.request(leader, request, f"Fetch {_describe(wants)}", timeout)
+    what = f"Fetch {_describe(wants)}"
+    sent = wire.send(leader, request, what)
+    return SentFetch(wire, sent, what, wire.config.request_timeout_ms + max_wait_ms)
+
+
+def receive_fetch(pending: SentFetch) -> dict[TopicPartition, Chunk]:
+    """The answer to a :func:`send_fetch`, by partition."""
+    response = pending.wire.wait([pending.sent], pending.what, pending.timeout_ms)[0]
     out: dict[TopicPartition, Chunk] = {}
     for topic in response.responses:
         for part in topic.partitions:
@@ -198,8 +228,10 @@ class LogCursor:
     Fetches ``max_bytes`` at a time; a partial trailing batch is fetched again
     from its start, a batch larger than ``max_bytes`` doubles the fetch size. If
     the log ends before ``stop`` (data not yet replicated, or a broker whose LSO
-    ran ahead), it polls until ``deadline_s`` and then raises. Memory held: one
-    fetch response.
+    ran ahead), it polls until ``deadline_s`` and then raises. While the caller
+    works through one response, the Fetch for the next offsets is already sent
+    (when the high watermark says there is more), so the broker prepares it in
+    parallel (``read_ahead=False`` turns that off). Memory held: two fetch responses.
     """
 
     def __init__(
@@ -212,8 +244,10 @@ class LogCursor:
         *,
         max_bytes: int = 8 << 20,
         deadline_s: float = 120.0,
+        read_ahead: bool = True,
     ) -> None:
         self.wire, self.leader, self.tp = wire, leader, tp
+        self.read_ahead = read_ahead
         self.position = offset
         self.stop = stop
         self.max_bytes = max_bytes
@@ -225,10 +259,15 @@ class LogCursor:
         waited_since: float | None = None
         empty_below_hw = 0
         max_bytes = self.max_bytes
+        ahead: tuple[int, SentFetch] | None = None  # (offset, Fetch sent for it)
         while self.position < self.stop:
-            quick = waited_since is None and not empty_below_hw
-            chunk = fetch(self.wire, self.leader, {self.tp: self.position}, max_bytes=max_bytes,
-                          max_wait_ms=1 if quick else 200).get(self.tp)
+            if ahead is not None and ahead[0] == self.position:
+                chunk = receive_fetch(ahead[1]).get(self.tp)
+            else:
+                quick = waited_since is None and not empty_below_hw
+                chunk = fetch(self.wire, self.leader, {self.tp: self.position},
+                              max_bytes=max_bytes, max_wait_ms=1 if quick else 200).get(self.tp)
+            ahead = None
             if chunk is None:
                 raise for_code(3)(f"Fetch {self.tp[0]}-{self.tp[1]}: partition missing")
             if chunk.error_code == _OFFSET_OUT_OF_RANGE:
@@ -241,16 +280,21 @@ class LogCursor:
                 raise for_code(chunk.error_code)(f"Fetch {self.tp[0]}-{self.tp[1]}")
             self.aborted_hints.extend(chunk.aborted)
             self.bytes_fetched += len(chunk.records)
-            progressed = False
-            for header, view in iter_batches(chunk.records):
-                if header.last_offset < self.position:
-                    continue  # a compacted or older batch overlapping the fetch position
-                progressed = True
-                self.position = header.last_offset + 1
-                yield header, view
-                if self.position >= self.stop:
-                    return
-            if progressed:
+            position = self.position
+            batches = [(header, view) for header, view in iter_batches(chunk.records)
+                       if header.last_offset >= position]  # skip older overlapping batches
+            if batches:
+                after = batches[-1][0].last_offset + 1
+                if self.read_ahead and after < self.stop and chunk.bounds.high_watermark > after:
+                    ahead = (after, send_fetch(self.wire, self.leader, {self.tp: after},
+                                               max_bytes=max_bytes))
+                for header, view in batches:
+                    if header.last_offset < self.position:
+                        continue
+                    self.position = header.last_offset + 1
+                    yield header, view
+                    if self.position >= self.stop:
+                        return
                 waited_since = None
                 empty_below_hw = 0
                 continue

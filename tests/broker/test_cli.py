@@ -19,8 +19,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from kafka_helpers import TxnWriter, create_topic, write_plain
-from oracle import assert_no_open_transactions, committed_view
 
 from eos_kafka_source.broker import free_port
 from eos_kafka_source.cli import main
@@ -32,6 +30,8 @@ from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.naming import TransactionalIdFactory
 from eos_kafka_source.sink.task_writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
+from tests.kafka_helpers import TxnWriter, create_topic, write_plain
+from tests.oracle import assert_no_open_transactions, committed_view
 
 SECRET = "s3cret-pa55"
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
@@ -400,3 +400,28 @@ def test_audit_by_json_field_and_key_and_tail(capsys, bootstrap, unique, monkeyp
     part = doc["partitions"][0]
     assert part["start"] == part["high_watermark"] - 3 and doc["from_beginning"] is False
     assert code == 0 and part["committed"] == 1 and doc["tail"] == 3
+
+
+def test_lag_compares_the_checkpoints_offsets_with_the_brokers_lso(
+    bootstrap: str, unique: str, tmp_path, capsys
+) -> None:
+    create_topic(bootstrap, unique, partitions=2)
+    write_plain(bootstrap, unique, [b"a", b"b", b"c", b"d"], partition=0)
+    offsets = tmp_path / "chk" / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / "0").write_text('v1\n{"batchWatermarkMs":0}\n' + json.dumps({unique: {"0": 1}}))
+    (offsets / "1").write_text('v1\n{"batchWatermarkMs":0}\n'
+                               + json.dumps({unique: {"0": 3, "1": 0}}))
+    code = main(["lag", "-b", bootstrap, "--checkpoint", str(tmp_path / "chk"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["batch_id"] == 1
+    by_partition = {p["partition"]: p for p in doc["partitions"]}
+    assert by_partition[0]["offset"] == 3 and by_partition[0]["lag"] == 1
+    assert by_partition[1]["lag"] == 0 and doc["total_lag"] == 1
+
+
+def test_lag_without_eoskafka_offsets_is_a_usage_error(tmp_path, capsys) -> None:
+    (tmp_path / "offsets").mkdir()
+    code = main(["lag", "-b", "127.0.0.1:1", "--checkpoint", str(tmp_path)])
+    assert code == 2
+    assert "no eoskafka source offsets" in capsys.readouterr().err

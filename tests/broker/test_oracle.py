@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from kafka_helpers import TxnWriter, create_topic, write_plain
-from oracle import Rec, assert_no_open_transactions, committed_values, committed_view
+
+from tests.kafka_helpers import TxnWriter, create_topic, write_plain
+from tests.oracle import Rec, assert_no_open_transactions, committed_values, committed_view
 
 
 def test_classifies_committed_aborted_and_plain(bootstrap: str, unique: str) -> None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from kafka_helpers import TxnWriter, create_topic, wire_for, write_plain
-from oracle import committed_view
 
 from eos_kafka_source import wire as kwire
 from eos_kafka_source.broker import free_port
@@ -19,6 +17,8 @@ from eos_kafka_source.options import SourceOptions
 from eos_kafka_source.source.partition_reader import read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.source.planner import SourcePlanner
+from tests.kafka_helpers import TxnWriter, create_topic, wire_for, write_plain
+from tests.oracle import committed_view
 
 
 def source_options(bootstrap: str, streaming: bool = True, **extra: str) -> SourceOptions:

@@ -12,8 +12,6 @@ from typing import Any
 import pytest
 from kafka.errors import KafkaError
 from kafka.record import MemoryRecords
-from kafka_helpers import TxnWriter, create_topic, wire_for, write_plain
-from oracle import committed_view
 
 from eos_kafka_source import wire as kwire
 from eos_kafka_source.broker import free_port
@@ -25,6 +23,8 @@ from eos_kafka_source.errors import (
     TimeoutError_,
     TopicNotFoundError,
 )
+from tests.kafka_helpers import TxnWriter, create_topic, wire_for, write_plain
+from tests.oracle import committed_view
 
 #: Generous bound for "answers instead of hanging": timing on shared CI machines is noisy.
 NO_HANG_S = 30.0

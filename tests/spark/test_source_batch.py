@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
-from kafka_helpers import TxnWriter, create_topic, write_plain
-from oracle import committed_view
 
 from eos_kafka_source.broker import free_port
+from tests.kafka_helpers import TxnWriter, create_topic, write_plain
+from tests.oracle import committed_view
 
 pytestmark = pytest.mark.spark
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
-from kafka_helpers import TxnWriter, create_topic, wire_for, write_plain
-from oracle import committed_view
 
 from eos_kafka_source import wire as kwire
 from eos_kafka_source.errors import UnsupportedVersionError  # type: ignore[attr-defined]
 from eos_kafka_source.source.stream_reader import HAS_READ_LIMITS
+from tests.kafka_helpers import TxnWriter, create_topic, wire_for, write_plain
+from tests.oracle import committed_view
 
 pytestmark = pytest.mark.spark
 
@@ -278,3 +278,4 @@ def test_bad_input_stops_the_query_with_a_clear_message(spark, bootstrap, unique
             q.stop()
     for text in needle:
         assert text in str(info.value)
+

@@ -1,0 +1,107 @@
+"""``eoskafka lag``: how far a streaming query's eoskafka source is behind, per partition.
+
+Reads the newest entry of Spark's offset log in the query's checkpoint
+(``<checkpoint>/offsets/<batch>``: the end offsets of the last planned batch)
+and compares them with each partition's latest readable offset on the broker
+(the last stable offset, as read_committed reads). Spark does not ask Python
+sources for their latest offset in its progress reports, so this is the way
+to see source lag from outside the query.
+
+``--json`` document (``version`` 1)::
+
+    {"version": 1, "checkpoint": str, "batch_id": int,
+     "partitions": [{"topic", "partition", "offset", "last_stable", "high_watermark",
+                     "lag"}], "total_lag": int}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from . import _common as c
+
+HELP = "how far a query's eoskafka source is behind the broker, per partition"
+EPILOG = """examples:
+  eoskafka lag --checkpoint /chk/orders -b localhost:9092
+  eoskafka lag --checkpoint s3://bucket/chk/orders -b kafka:9092 --json
+"""
+
+
+def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser("lag", help=HELP, description=HELP + ".", epilog=EPILOG,
+                              parents=parents, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", metavar="PATH", required=True,
+                   help="the streaming query's checkpointLocation: path or URI")
+    p.set_defaults(run=run)
+
+
+def latest_source_offsets(checkpoint: str) -> tuple[int, dict[tuple[str, int], int]]:
+    """(batch id, offsets) of the newest entry of Spark's offset log that has eoskafka offsets."""
+    base = checkpoint.rstrip("/")
+    uri = base if "://" in base else "file://" + os.path.abspath(base)
+    try:
+        fs, root = pafs.FileSystem.from_uri(uri + "/offsets")
+        entries = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+    except (OSError, ValueError) as exc:
+        raise c.UsageError(f"cannot read checkpoint {checkpoint!r}: {exc}") from None
+    batches = sorted((int(e.base_name), e.path) for e in entries if e.base_name.isdigit())
+    for batch_id, path in reversed(batches):
+        with fs.open_input_stream(path) as src:
+            lines = src.read().decode().splitlines()
+        for line in lines[2:]:  # "v1", the batch metadata, then one line per source
+            offsets = _as_kafka_offsets(line)
+            if offsets is not None:
+                return batch_id, offsets
+    raise c.UsageError(f"no eoskafka source offsets in {checkpoint!r}/offsets: is this the "
+                       "checkpoint of a streaming query reading format('eoskafka')?")
+
+
+def _as_kafka_offsets(line: str) -> dict[tuple[str, int], int] | None:
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not data:
+        return None
+    out: dict[tuple[str, int], int] = {}
+    for topic, parts in data.items():
+        if not isinstance(parts, dict):
+            return None
+        for partition, offset in parts.items():
+            if not str(partition).isdigit() or not isinstance(offset, int):
+                return None
+            out[(topic, int(partition))] = offset
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..wire import fetch_bounds, fetch_metadata
+
+    batch_id, offsets = latest_source_offsets(args.checkpoint)
+    config = c.client_config(args)
+    assert config is not None
+    with c.connect(config) as wire:
+        info = fetch_metadata(wire, sorted({t for t, _ in offsets}))
+        leaders = {(t, p): leader for t, ti in info.items() for p, leader in ti.leaders.items()}
+        bounds = fetch_bounds(wire, leaders, hints=offsets)
+    rows = []
+    for (topic, partition), b in sorted(bounds.items()):
+        offset = offsets.get((topic, partition), 0)
+        rows.append({"topic": topic, "partition": partition, "offset": offset,
+                     "last_stable": b.last_stable, "high_watermark": b.high_watermark,
+                     "lag": max(0, b.last_stable - offset)})
+    doc = {"checkpoint": args.checkpoint, "batch_id": batch_id,
+           "partitions": rows, "total_lag": sum(r["lag"] for r in rows)}
+    if args.json:
+        c.emit_json(doc)
+    else:
+        c.table([[f"{r['topic']}-{r['partition']}", r["offset"], r["last_stable"],
+                  r["high_watermark"], r["lag"]] for r in rows],
+                ["partition", "query at", "LSO", "high watermark", "lag"])
+        print(f"batch {batch_id}: {doc['total_lag']} offsets behind the last stable offset")
+    return c.EXIT_OK

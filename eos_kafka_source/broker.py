@@ -53,6 +53,9 @@ class EmbeddedBroker:
 
     ``storage`` defaults to memory (lost on stop); pass ``s3://bucket/`` plus
     ``env`` with the S3 endpoint for a broker that survives restarts.
+    ``advertised_port`` makes the broker tell clients (in Metadata and
+    FindCoordinator) to connect to another local port, e.g. a TLS or SASL front
+    relaying to it; by default it advertises its own.
     """
 
     def __init__(
@@ -64,8 +67,10 @@ class EmbeddedBroker:
         extra_args: tuple[str, ...] = (),
         log_path: str | None = None,
         ready_timeout_s: float = 20.0,
+        advertised_port: int | None = None,
     ) -> None:
         self.port = port or free_port()
+        self.advertised_port = advertised_port or self.port
         self.storage = storage
         self.env = dict(env or {})
         self.extra_args = extra_args
@@ -84,11 +89,10 @@ class EmbeddedBroker:
         return self._proc is not None and self._proc.poll() is None
 
     def command(self) -> list[str]:
-        url = f"tcp://127.0.0.1:{self.port}"
         return [
             broker_binary(), "broker",
-            "--listener-url", url,
-            "--advertised-listener-url", url,
+            "--listener-url", f"tcp://127.0.0.1:{self.port}",
+            "--advertised-listener-url", f"tcp://127.0.0.1:{self.advertised_port}",
             "--storage-engine", self.storage,
             *self.extra_args,
         ]

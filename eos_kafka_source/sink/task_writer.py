@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import RecordTooLargeError, for_code
 from ..faults import fault_point
@@ -41,6 +42,7 @@ TopicPartition = tuple[str, int]
 _MAX_IN_FLIGHT = 5  # per leader; the idempotent producer's ordering limit
 _DUPLICATE_SEQUENCE = 46
 _BATCH_BYTES = 900_000  # under the brokers' default max.message.bytes (1 MiB)
+_MAX_REQUEST_SIZE = 1_048_576  # the Java producer's default max.request.size
 
 
 def _size(selection: slice | list[int]) -> int:
@@ -93,6 +95,8 @@ class TaskWriter:
         self._router = Router(topic, lambda t: len(self._info(t).leaders),
                               start=context.get("task_partition", 0))
         self.bytes = 0
+        extra = dict(wire.config.extra)
+        self.max_request_size = int(extra.get("max.request.size", _MAX_REQUEST_SIZE))
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -111,6 +115,7 @@ class TaskWriter:
             fault_point("write.after_batch", task=self.context.get("task_partition"))
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
+        self._check_record_sizes(batch)
         rows = unpack(batch)
         n = len(rows)
         if not n:
@@ -133,6 +138,26 @@ class TaskWriter:
                                 else [None] * _size(selection))
             if len(pending.values) >= chunk:
                 self._send({tp: self._buffers.pop(tp)}, chunk)
+
+    def _check_record_sizes(self, batch: pa.RecordBatch) -> None:
+        """Refuse a record larger than ``kafka.max.request.size`` before sending anything.
+
+        Like the Java producer's RecordTooLargeException, but naming the fix.
+        """
+        largest = 0
+        for name in ("value", "key"):
+            if name in batch.schema.names:
+                column = batch.column(name)
+                if pa.types.is_string(column.type) or pa.types.is_binary(column.type):
+                    size = pc.max(pc.binary_length(column)).as_py()
+                    largest += size or 0
+        if largest > self.max_request_size:
+            raise RecordTooLargeError(
+                f"a record of {largest} bytes (key + value) is larger than "
+                f"kafka.max.request.size={self.max_request_size}; raise that option and the "
+                "topic's max.message.bytes (and the broker's message.max.bytes), or split the "
+                "record. Nothing of this task was committed"
+            )
 
     def _chunk_records(self, batch: pa.RecordBatch, n: int) -> int:
         """Records per Produce batch: ``producer.batchRecords``, fewer for big records.

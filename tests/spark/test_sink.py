@@ -215,3 +215,14 @@ def test_empty_input_commits_nothing(spark, bootstrap, unique, tmp_path) -> None
         .option("topic", unique).save()
     assert _committed(bootstrap, unique) == Counter()
     assert _aborted_or_open(bootstrap, unique) == 0
+
+
+def test_oversized_record_fails_clearly_and_nothing_is_visible(spark, bootstrap, unique) -> None:
+    create_topic(bootstrap, unique)
+    df = spark.createDataFrame([(b"x" * 10,), (b"y" * 2_000_000,)], "value binary")
+    with pytest.raises(Exception, match="EOSKAFKA_RECORD_TOO_LARGE") as err:
+        (df.write.format("eoskafka").mode("append").option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", unique).save())
+    assert "kafka.max.request.size=1048576" in str(err.value)
+    assert _committed(bootstrap, unique) == Counter()
+    assert_no_open_transactions(bootstrap, unique)

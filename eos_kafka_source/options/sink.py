@@ -1,0 +1,110 @@
+"""Sink options: topic, delivery guarantee, transactional ids, transaction timeout."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..client_config import (
+    CONSUMER_KEYS,
+    PREFIX,
+    ClientConfig,
+    normalize_options,
+)
+from ..errors import ConfigError
+from ._common import (
+    _ID_PREFIX,
+    MAX_TRANSACTION_TIMEOUT_MS,
+    SINK_OPTIONS,
+    _bool,
+    _check_topic,
+    _choice,
+    _get,
+    _int,
+    _refuse,
+    _reject_unknown,
+)
+
+_SINK_REFUSED = {
+    "transactional.id": "eoskafka assigns transactional ids itself; use transactionalIdPrefix",
+    "isolation.level": "it is a consumer setting; the sink always writes transactionally and "
+                       "readers choose their own isolation level",
+    **{k: "it is a consumer setting and a write does not read"
+       for k in CONSUMER_KEYS - {"isolation.level"}},
+}
+
+
+def _sink_role_keys(opts: Mapping[str, str]) -> None:
+    """Refuse kafka.* settings that would break or contradict the transactional writer."""
+    _refuse(opts, _SINK_REFUSED, "sink")
+    acks = opts.get(PREFIX + "acks")
+    if acks is not None and acks.strip().lower() not in ("all", "-1"):
+        raise ConfigError(f"kafka.acks={acks!r} is not allowed: transactions and "
+                          f"idempotent writes need acks=all so no acknowledged record can be "
+                          f"lost. Remove it or set kafka.acks=all.")
+    if not _bool(opts, PREFIX + "enable.idempotence", True):
+        raise ConfigError("kafka.enable.idempotence=false is not allowed: the sink needs the "
+                          "idempotent producer to avoid duplicates on retry. Remove it.")
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    """Everything a Kafka write needs, validated; built on the driver, pickled to
+    executors with the writer.
+
+    ``checkpoint_location`` is where the decision log lives: ``decisionLogLocation``
+    if given, else the ``checkpointLocation`` Spark passes to streaming writes;
+    None for a batch write without ``decisionLogLocation`` (the writer decides
+    whether it can go on without one).
+    """
+
+    client: ClientConfig
+    topic: str | None = None
+    transactional_id_prefix: str | None = None
+    delivery: str = "exactly_once"
+    transaction_timeout_ms: int = 900_000
+    checkpoint_location: str | None = None
+    linger_records: int = 10_000
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.delivery == "exactly_once"
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SinkOptions:
+        """Validate Spark's option map for a streaming or batch write."""
+        opts = normalize_options(options)
+        _reject_unknown(opts, SINK_OPTIONS, "sink")
+        client = ClientConfig.from_options(opts)
+        _sink_role_keys(opts)
+        delivery = _choice(opts, "delivery.guarantee", ("exactly_once", "at_least_once"),
+                           "exactly_once") or "exactly_once"
+        if delivery == "at_least_once":
+            for name in ("transactionalIdPrefix", "decisionLogLocation",
+                         PREFIX + "transaction.timeout.ms"):
+                if _get(opts, name) is not None:
+                    raise ConfigError(f"{name} only applies to delivery.guarantee=exactly_once "
+                                      f"and would have no effect with at_least_once; remove it.")
+        topic = _get(opts, "topic")
+        if topic is not None:
+            _check_topic("topic", topic.strip())
+            topic = topic.strip()
+        prefix = _get(opts, "transactionalIdPrefix")
+        if prefix is not None and not _ID_PREFIX.fullmatch(prefix):
+            raise ConfigError(f"transactionalIdPrefix {prefix[:250]!r} is not valid: use 1-200 "
+                              f"characters from A-Z a-z 0-9 . _ - (for example 'orders-app').")
+        timeout = _int(
+            opts, PREFIX + "transaction.timeout.ms", 900_000, maximum=MAX_TRANSACTION_TIMEOUT_MS,
+            why=" Brokers refuse timeouts above their transaction.max.timeout.ms (default "
+                "900000, 15 min); use at most that unless the broker allows more.")
+        location = None
+        for name in ("decisionLogLocation", "checkpointLocation"):
+            value = _get(opts, name)
+            if value is not None and not value.strip():
+                raise ConfigError(f"{name} is empty; give a directory path or URI.")
+            location = location or value
+        return cls(
+            client=client, topic=topic, transactional_id_prefix=prefix, delivery=delivery,
+            transaction_timeout_ms=timeout or 900_000, checkpoint_location=location,
+            linger_records=_int(opts, "producer.batchRecords", 10_000) or 10_000,
+        )

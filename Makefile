@@ -40,8 +40,13 @@ demo-docker:
 bench: setup
 	$(PY) -m benchmarks.run
 
+## Exactly-once under faults on a Spark standalone cluster + durable broker (tests/chaos).
+## `make chaos` is the short round (one fault of each kind + 2, a few minutes);
+## `make chaos SOAK=30` injects 30 faults. CHAOS_SEED=N replays a schedule.
+SOAK ?= short
+CHAOS_SEED ?=
 chaos: setup
-	$(PY) -m benchmarks.chaos
+	SOAK=$(SOAK) $(PY) -m tests.chaos $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
 
 ## Smoke run on the oldest supported Spark (4.0) in its own venv.
 SPARK40 := .venv-spark40

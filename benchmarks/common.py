@@ -65,6 +65,14 @@ class Row:
         self.ok = self.rate >= minimum
         return self
 
+    def target_rate_and_ratio(self, minimum_rate: float, minimum_ratio: float) -> Row:
+        """Both an absolute rate and a share of the reference (the issue's source and sink
+        targets)."""
+        self.target = f"≥ {minimum_rate / 1000:,.0f}k records/s and ≥ {minimum_ratio:.0%} of ref."
+        ratio = self.ratio
+        self.ok = self.rate >= minimum_rate and ratio is not None and ratio >= minimum_ratio
+        return self
+
     def target_seconds(self, maximum: float) -> Row:
         self.target = f"≤ {maximum * 1000:.0f} ms"
         self.ok = self.seconds <= maximum
@@ -82,6 +90,10 @@ class Sizes:
     #: Spark measures: timed runs, and whether a warm-up run comes first.
     spark_runs: int = 3
     spark_warmup: bool = True
+    #: Peak-memory measures: records of the partition one task reads or writes.
+    memory_records: tuple[int, ...] = (1_000_000, 3_000_000, 10_000_000)
+    #: Cost growth: the byte budget of one cell (~1-2 s of work at the measured rates).
+    growth_bytes: int = 110_000_000
 
     @property
     def source_1p(self) -> int:
@@ -103,6 +115,12 @@ class Sizes:
     @property
     def spark_sink(self) -> int:
         return self.records
+
+    @property
+    def pipeline(self) -> int:
+        """Records the end-to-end streaming query moves: enough that the query's fixed
+        start-up (~1.5 s of Spark planning and Python workers) is not most of it."""
+        return 4 * self.records
 
     @property
     def warmup(self) -> int:
@@ -132,19 +150,20 @@ def delete_topic(cfg: ClientConfig, topic: str) -> None:
         wire.request(wire.any_node(), request, f"DeleteTopics {topic}")
 
 
-def values_array(n: int, offset: int = 0) -> pa.Array:
-    """``n`` distinct 100-byte binary values (a 12-digit counter, then filler)."""
-    fill = b"v" * (VALUE_SIZE - 12)
+def values_array(n: int, offset: int = 0, size: int = VALUE_SIZE) -> pa.Array:
+    """``n`` distinct ``size``-byte binary values (a 12-digit counter, then filler)."""
+    fill = b"v" * (size - 12)
     buf = b"".join(b"%012d" % i + fill for i in range(offset, offset + n))
     fixed = pa.FixedSizeBinaryArray.from_buffers(
-        pa.binary(VALUE_SIZE), n, [None, pa.py_buffer(buf)]
+        pa.binary(size), n, [None, pa.py_buffer(buf)]
     )
     return fixed.cast(pa.binary())
 
 
-def value_batches(n: int, rows: int = SINK_BATCH_ROWS) -> list[pa.RecordBatch]:
+def value_batches(n: int, rows: int = SINK_BATCH_ROWS,
+                  size: int = VALUE_SIZE) -> list[pa.RecordBatch]:
     """The sink's input: Arrow batches with one binary ``value`` column, keys absent."""
-    values = values_array(n)
+    values = values_array(n, size=size)
     return [
         pa.RecordBatch.from_arrays([values.slice(i, rows)], names=["value"])
         for i in range(0, n, rows)

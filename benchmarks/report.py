@@ -63,7 +63,35 @@ def environment(sizes: Sizes) -> dict[str, Any]:
     return info
 
 
-def markdown(rows: list[Row], env: dict[str, Any], seconds: float) -> str:
+#: A section of free markdown after the row tables: (title, lines).
+Section = tuple[str, list[str]]
+
+
+def measured(row: Row) -> str:
+    """A row's figure as the summary shows it: rate (and ratio), or latency."""
+    if not row.show_rate:
+        return f"{row.seconds * 1000:.0f} ms"
+    text = f"{_rate(row.rate)} records/s"
+    if row.ratio is not None:
+        text += f", {row.ratio:.2f} × {row.reference} ({_rate(row.reference_rate)})"
+    return text
+
+
+def summary(rows: list[Row], extra: list[tuple[str, str, str, bool | None]]) -> list[str]:
+    """Every targeted measure in one table: measure, target, measured, result.
+
+    ``extra`` adds (measure, target, measured, ok) lines for measures that are not rows.
+    """
+    lines = ["| measure | target | measured | result |", "|---|---|---|---|"]
+    items = [(r.measure, r.target, measured(r), r.ok) for r in rows if r.target] + extra
+    for name, target, value, ok in items:
+        verdict = {True: "pass", False: "**miss**", None: "—"}[ok]
+        lines.append(f"| {name} | {target} | {value} | {verdict} |")
+    return lines
+
+
+def markdown(rows: list[Row], env: dict[str, Any], seconds: float,
+             sections: list[Section] | None = None) -> str:
     lines = [
         "# eoskafka benchmark",
         "",
@@ -73,22 +101,29 @@ def markdown(rows: list[Row], env: dict[str, Any], seconds: float) -> str:
         "",
         "Median of the timed runs (after one warm-up, except Spark in --quick); references are "
         "measured in the same run on the same data, interleaved with the measure. 100-byte "
-        "values, no keys. The broker is the embedded Tansu (in memory) on the same machine, so "
-        "it shares the CPUs.",
+        "values, no keys, unless a row says otherwise. The broker is the embedded Tansu (in "
+        "memory) on the same machine, so it shares the CPUs.",
         "",
     ]
+    sections = sections or []
+    for title, body in sections[:1]:  # the summary comes first
+        lines += [f"## {title}", "", *body, ""]
     for section in dict.fromkeys(r.section for r in rows):
         lines += [f"## {section}", "", "| " + " | ".join(COLUMNS) + " |",
                   "|" + "---|" * len(COLUMNS)]
         lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows if r.section == section]
         lines.append("")
+    for title, body in sections[1:]:
+        lines += [f"## {title}", "", *body, ""]
     return "\n".join(lines)
 
 
-def to_json(rows: list[Row], env: dict[str, Any], seconds: float) -> str:
+def to_json(rows: list[Row], env: dict[str, Any], seconds: float,
+            data: dict[str, Any] | None = None) -> str:
     payload = {
         "environment": env,
         "seconds": round(seconds, 1),
+        **(data or {}),
         "rows": [{**asdict(r), "records_per_s": round(r.rate, 1),
                   "ratio": None if r.ratio is None else round(r.ratio, 4)} for r in rows],
     }
@@ -102,12 +137,15 @@ def print_row(row: Row) -> None:
           f"{_rate(row.rate)} records/s{ratio}{verdict}", flush=True)
 
 
-def save(out: Path, rows: list[Row], env: dict[str, Any], seconds: float) -> None:
+def save(out: Path, rows: list[Row], env: dict[str, Any], seconds: float,
+         sections: list[Section] | None = None, data: dict[str, Any] | None = None) -> None:
+    """Write the markdown report and the JSON beside it; ``sections[0]`` (the summary)
+    goes before the row tables, the others after."""
     out.parent.mkdir(parents=True, exist_ok=True)
     env = {**env, "load_average_end": [round(x, 2) for x in os.getloadavg()]}
-    text = markdown(rows, env, seconds)
+    text = markdown(rows, env, seconds, sections)
     out.write_text(text + "\n")
-    out.with_suffix(".json").write_text(to_json(rows, env, seconds) + "\n")
+    out.with_suffix(".json").write_text(to_json(rows, env, seconds, data) + "\n")
     print()
     print(text)
     print(f"written: {out} and {out.with_suffix('.json')}")

@@ -39,6 +39,12 @@ class BrokerUnreachableError(EosKafkaError):
     condition = "EOSKAFKA_BROKER_UNREACHABLE"
 
 
+class AuthenticationError(BrokerUnreachableError):
+    """The broker refused the SASL credentials, or the TLS handshake failed for good."""
+
+    condition = "EOSKAFKA_AUTHENTICATION_FAILED"
+
+
 class ConnectionDroppedError(EosKafkaError):
     """The broker closed the connection instead of answering a request."""
 

@@ -5,8 +5,9 @@ taken from its producer's next COMMIT/ABORT marker (the broker's list is used
 as a hint when a broker gives one). A marker can lie after the range being
 read, so when the reader cannot decide the head of its queue it scans ahead,
 reading only batch headers, until the producer's marker turns up. Batches wait
-in a queue bounded by ``max_buffer_bytes``; scanning ahead drains it, so memory
-stays bounded however long a transaction is.
+in a queue bounded by ``max_buffer_bytes`` (32 MiB: a task reading one 10M-record
+transaction peaks at ~225 MB RSS, ~265 MB with 64 MiB, at the same speed); scanning
+ahead drains it, so memory stays bounded however long a transaction is.
 
 Network-free: it consumes ``(BatchHeader, memoryview)`` pairs from cursors.
 """
@@ -85,7 +86,7 @@ def visible_batches(
     end: int,
     *,
     read_committed: bool = True,
-    max_buffer_bytes: int = 64 << 20,
+    max_buffer_bytes: int = 32 << 20,
     abort_hints: Callable[[], Iterable[tuple[int, int]]] | None = None,
 ) -> Iterator[Batch]:
     """Data batches overlapping ``[start, end)`` whose records a reader may see.

@@ -23,7 +23,11 @@ from tests.kafka_helpers import wire_for
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _ABORT, _COMMIT = 0, 1
 _FETCH_BYTES = 32 << 20
-_EMPTY_FETCH_RETRIES = 50  # about 5 s of 100 ms waits
+_EMPTY_FETCH_RETRIES = 20  # about 2 minutes of waits, doubling from 500 ms to 8 s
+#: Fetch max wait. Below the high watermark Kafka (and Tansu's memory storage) answers at once;
+#: Tansu on s3:// answers with whatever it loaded by then, nothing at all at 1 ms, and a big
+#: log on slow storage needs seconds: each empty answer doubles the wait.
+_WAIT_MS, _MAX_WAIT_MS = 500, 8000
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ def _resolve(
     empty_fetches = 0
     while position < b.high_watermark:
         chunk = kwire.fetch(w, leader, {tp: position}, max_bytes=_FETCH_BYTES,
-                            max_wait_ms=1 if not empty_fetches else 100)[tp]
+                            max_wait_ms=min(_WAIT_MS << empty_fetches, _MAX_WAIT_MS))[tp]
         if chunk.error_code:
             raise AssertionError(f"oracle: Fetch {tp} at {position} failed with {chunk.error_code}")
         progressed = False

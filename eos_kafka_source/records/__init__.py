@@ -4,7 +4,8 @@ Source readers split Fetch responses with :func:`iter_batches`, skip or resolve 
 batches with :func:`control_is_commit`, and decode data batches into Arrow with
 :class:`ColumnBuilder`. Sink writers build Produce payloads with :func:`encode_batch`.
 Each codec step has a compiled path (aiokafka's extension) and a pure-Python one
-(forced with ``EOSKAFKA_PURE_CODEC=1``) that produce the same results.
+(forced with ``EOSKAFKA_PURE_CODEC=1``) that produce the same results; the sink encodes
+header-less records column-wise from Arrow (:mod:`.arrow_encode`), byte for byte the same.
 """
 
 from eos_kafka_source.records.decode import ColumnBuilder

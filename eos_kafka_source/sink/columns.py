@@ -76,17 +76,31 @@ def _is_headers(t: object) -> bool:
 
 @dataclass
 class Rows:
-    """One Arrow batch unpacked into Python lists, ready for the record encoder."""
+    """One Arrow batch unpacked for routing and encoding.
 
-    values: list[bytes | None]
+    ``values``, ``key_array`` and ``timestamps_ms`` stay Arrow arrays (binary, binary,
+    int64 milliseconds) so the encoder works column-wise; ``keys`` (Python, for the
+    partitioner's murmur2) is there only when some row has a key, and ``topics``,
+    ``partitions`` and ``headers`` are Python lists when their column exists.
+    """
+
+    values: pa.Array | list[bytes | None]
     keys: list[bytes | None] | None
     topics: list[str | None] | None
     partitions: list[int | None] | None
     headers: list[list[tuple[str, bytes | None]]] | None
-    timestamps_ms: list[int] | None
+    timestamps_ms: pa.Array | list[int] | None
+    key_array: pa.Array | None = None
 
     def __len__(self) -> int:
         return len(self.values)
+
+
+def as_binary(arr: pa.Array | None) -> pa.Array | None:
+    """A string or binary column as ``binary`` (what the encoder reads)."""
+    if arr is None or arr.type == pa.binary():
+        return arr
+    return arr.cast(pa.binary())
 
 
 def unpack(batch: pa.RecordBatch) -> Rows:
@@ -96,20 +110,18 @@ def unpack(batch: pa.RecordBatch) -> Rows:
         i = names.get(name)
         return None if i is None else batch.column(i)
 
-    def as_bytes(arr: pa.Array | None) -> list[bytes | None] | None:
-        if arr is None:
-            return None
-        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-            arr = arr.cast(pa.binary())
-        return arr.to_pylist()
-
-    values = as_bytes(column("value"))
+    values = as_binary(column("value"))
     assert values is not None
+    key_array = as_binary(column("key"))
+    if key_array is not None and key_array.null_count == len(key_array):
+        key_array = None  # every key null: rows are spread like keyless ones
     timestamps = column("timestamp")
-    ts: list[int] | None = None
+    ts: pa.Array | None = None
     if timestamps is not None:
+        # Kafka timestamps are milliseconds; Spark's are microseconds: truncate, as Spark's
+        # own Kafka sink does (a safe cast would refuse any sub-millisecond part).
         as_ms = pa.timestamp("ms", tz=timestamps.type.tz)
-        ts = timestamps.cast(as_ms).cast(pa.int64()).to_pylist()
+        ts = timestamps.cast(as_ms, safe=False).cast(pa.int64())
     headers = column("headers")
     hdrs = None
     if headers is not None:
@@ -121,9 +133,10 @@ def unpack(batch: pa.RecordBatch) -> Rows:
     partitions = column("partition")
     return Rows(
         values=values,
-        keys=as_bytes(column("key")),
+        keys=None if key_array is None else key_array.to_pylist(),
         topics=None if topics is None else topics.to_pylist(),
         partitions=None if partitions is None else partitions.to_pylist(),
         headers=hdrs,
         timestamps_ms=ts,
+        key_array=key_array,
     )

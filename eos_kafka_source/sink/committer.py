@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConnectionDroppedError
 from ..faults import armed, fault_point
-from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators
+from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, verify_txns
 from .handoff import TxnHandoff
 
 log = logging.getLogger(__name__)
@@ -77,3 +77,20 @@ def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool) -> FinishR
             time.sleep(0.05 * (attempt + 1))
         pending = retry
     return report
+
+
+def dead_handoffs(wire: KafkaWire, handoffs: list[TxnHandoff]) -> list[tuple[TxnHandoff, str]]:
+    """The open hand-offs whose transaction can no longer be committed, and why.
+
+    Checked before the decision, so a transaction fenced between its task's hand-off and
+    the commit (a zombie or a retried attempt re-initialised its id) fails the whole batch,
+    nothing committed, instead of a partial commit that loses that task's records.
+    """
+    pending = [h for h in handoffs if h.open]
+    if not pending:
+        return []
+    coordinators = find_coordinators(wire, [h.transactional_id for h in pending])
+    checks = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch),
+               [(t, p) for t, p, _ in h.partitions]) for h in pending]
+    errors = verify_txns(wire, coordinators, checks)
+    return [(h, str(e)) for h, e in zip(pending, errors, strict=True) if e is not None]

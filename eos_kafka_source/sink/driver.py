@@ -21,7 +21,7 @@ from ..errors import TransactionLostError
 from ..faults import fault_point
 from ..wire import TXN_PROTOCOL, KafkaWire, ProducerIdentity
 from .claims import claim_prefix
-from .committer import FinishReport, finish
+from .committer import FinishReport, dead_handoffs, finish
 from .decision_log import DecisionLog, PoolState
 from .fencing import fence, fence_identities, probe_beyond
 from .handoff import TxnHandoff
@@ -85,7 +85,8 @@ class DriverProtocol:
         fenced = fence_identities(wire, self.ids.pool(pool.size), self.timeout_ms)
         size = pool.size
         if probe:
-            size, more = probe_beyond(wire, self.ids.for_task, pool.size, self.timeout_ms)
+            size, more = probe_beyond(wire, self.ids.for_task, pool.size, self.timeout_ms,
+                                      known=pool.fenced_epochs)
             fenced.update(more)
             size = max(size, pool.size)
         _remember(pool, fenced)
@@ -109,6 +110,7 @@ class DriverProtocol:
                                           handoffs)
                 pool = self.decisions.pool()
                 self._refuse_superseded(handoffs, pool)
+                self._refuse_dead(wire, batch_id, handoffs)
                 fault_point("commit.before_decision")
                 self.decisions.decide(batch_id, [h for h in handoffs if h.open])
             fault_point("commit.after_decision")
@@ -179,6 +181,17 @@ class DriverProtocol:
             raise TransactionLostError(
                 "refusing hand-offs that do not belong to this query's id prefix "
                 f"{self.ids.prefix!r}: " + "; ".join(h.describe() for h in foreign)
+            )
+
+    def _refuse_dead(self, wire: KafkaWire, batch_id: int, handoffs: list[TxnHandoff]) -> None:
+        """Before deciding: every transaction must still be live, or nothing is committed."""
+        dead = dead_handoffs(wire, handoffs)
+        if dead:
+            raise TransactionLostError(
+                f"batch {batch_id}: {len(dead)} of its transactions were fenced after their "
+                "tasks handed them over (a zombie or another attempt re-initialised the id); "
+                "nothing was committed, the batch fails and will be replayed: "
+                + "; ".join(f"{h.describe()}: {why}" for h, why in dead)
             )
 
     def _refuse_superseded(self, handoffs: list[TxnHandoff], pool: PoolState) -> None:

@@ -10,7 +10,7 @@ Runs on: the driver.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ..wire import KafkaWire, ProducerIdentity, find_coordinators, init_producer_ids
 
@@ -42,14 +42,19 @@ def fence_identities(
 
 def probe_beyond(
     wire: KafkaWire, make_id: Callable[[int], str], start: int, timeout_ms: int, *,
-    window: int = 4,
+    window: int = 4, known: Mapping[str, int] | None = None,
 ) -> tuple[int, dict[str, ProducerIdentity]]:
     """Fence ids ``make_id(start)``, ``make_id(start+1)``… until ``window`` in a row were unused.
 
-    A never-used id comes back at epoch 0; a used one at a higher epoch. Finds
-    ids a killed batch with more tasks than the recorded pool may have left open.
+    Each InitProducerId bumps an id's epoch by one. An id is unused when it comes back
+    one above the epoch the driver last fenced it to (``known``, from the pool state),
+    or at 0 when the driver never fenced it; a task's InitProducerId in between makes
+    it higher. Without ``known``, the probe would take the epochs its own previous run
+    left for use and grow the pool at every restart. Finds ids a killed batch with more
+    tasks than the recorded pool may have left open.
     Returns (first index past the last used id, epochs).
     """
+    known = known or {}
     found: dict[str, ProducerIdentity] = {}
     index, end = start, start
     while index < end + window:
@@ -57,7 +62,7 @@ def probe_beyond(
         got = fence_identities(wire, ids, timeout_ms)
         found.update(got)
         for i in range(index, end + window):
-            if got[make_id(i)].epoch > 0:
+            if got[make_id(i)].epoch > known.get(make_id(i), -1) + 1:
                 end = i + 1
         index += len(ids)
     return end, found

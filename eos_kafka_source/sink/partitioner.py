@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 
+import pyarrow as pa
 from kafka.partitioner.default import murmur2
 
 from ..errors import TopicNotFoundError
@@ -113,3 +114,10 @@ def take(column: list, selection: Selection) -> list:
     if isinstance(selection, slice):
         return column[selection]
     return [column[i] for i in selection]
+
+
+def take_arrow(column: pa.Array, selection: Selection) -> pa.Array:
+    """The selected rows of an Arrow column: a zero-copy slice, or a gather."""
+    if isinstance(selection, slice):
+        return column.slice(selection.start, selection.stop - selection.start)
+    return column.take(pa.array(selection, pa.int64()))

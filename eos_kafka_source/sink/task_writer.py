@@ -21,6 +21,8 @@ import pyarrow.compute as pc
 from ..errors import RecordTooLargeError, for_code
 from ..faults import fault_point
 from ..records import encode_batch
+from ..records.arrow_encode import encode_arrow
+from ..records.header import pure_forced
 from ..wire import (
     TXN_PROTOCOL,
     KafkaWire,
@@ -36,7 +38,7 @@ from ..wire import (
 )
 from .columns import unpack
 from .handoff import TxnHandoff
-from .partitioner import Router, take
+from .partitioner import Router, take, take_arrow
 
 TopicPartition = tuple[str, int]
 _MAX_IN_FLIGHT = 5  # per leader; the idempotent producer's ordering limit
@@ -45,24 +47,50 @@ _BATCH_BYTES = 900_000  # under the brokers' default max.message.bytes (1 MiB)
 _MAX_REQUEST_SIZE = 1_048_576  # the Java producer's default max.request.size
 
 
-def _size(selection: slice | list[int]) -> int:
-    return selection.stop - selection.start if isinstance(selection, slice) else len(selection)
+Headers = list[tuple[str, bytes | None]]
+#: A partition's pending records: (values, keys or None, timestamps ms, headers or None).
+_Columns = tuple[pa.Array, pa.Array | None, pa.Array, list[Headers | None] | None]
 
 
 class _Pending:
-    """One partition's unsent records, kept as columns.
+    """One partition's unsent records, kept as Arrow column chunks (headers as a list).
 
-    Not a tuple per record: millions of live tuples make CPython's cyclic GC dominate the
-    write path (measured ~2x slower), and the encoder wants columns anyway.
+    Columns, not a tuple per record: the encoder reads Arrow columns directly, and
+    millions of live tuples would make CPython's cyclic GC dominate the write path.
     """
 
-    __slots__ = ("keys", "values", "stamps", "headers")
+    __slots__ = ("values", "keys", "stamps", "headers", "count")
 
     def __init__(self) -> None:
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.stamps: list[int] = []
-        self.headers: list[list[tuple[str, bytes | None]] | None] = []
+        self.values: list[pa.Array] = []
+        self.keys: list[pa.Array | None] = []  # None: a chunk whose keys are all null
+        self.stamps: list[pa.Array] = []
+        self.headers: list[Headers | None] | None = None  # per record, once any has some
+        self.count = 0
+
+    def add(self, values: pa.Array, keys: pa.Array | None, stamps: pa.Array,
+            headers: list[Headers] | None) -> None:
+        n = len(values)
+        if headers is not None and self.headers is None:
+            self.headers = [None] * self.count
+        if self.headers is not None:
+            self.headers += headers if headers is not None else [None] * n
+        self.values.append(values)
+        self.keys.append(keys)
+        self.stamps.append(stamps)
+        self.count += n
+
+    def columns(self) -> _Columns:
+        """All records as (values, keys or None when all null, timestamps, headers)."""
+        keys = None
+        if any(k is not None for k in self.keys):
+            keys = _concat([pa.nulls(len(v), pa.binary()) if k is None else k
+                            for k, v in zip(self.keys, self.values, strict=True)])
+        return _concat(self.values), keys, _concat(self.stamps), self.headers
+
+
+def _concat(chunks: list[pa.Array]) -> pa.Array:
+    return chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
 
 
 class TaskWriter:
@@ -123,20 +151,20 @@ class TaskWriter:
         now = int(time.time() * 1000)
         stamps = rows.timestamps_ms
         if stamps is None:
-            stamps = [now] * n
-        elif None in stamps:
-            stamps = [now if ts is None else ts for ts in stamps]
+            stamps = pa.repeat(pa.scalar(now, pa.int64()), n)
+        elif stamps.null_count:
+            stamps = stamps.fill_null(now)
+        values, keys = rows.values, rows.key_array
         chunk = self._chunk_records(batch, n)
         for tp, selection in self._router.route(rows, chunk):
             pending = self._buffers.get(tp)
             if pending is None:
                 pending = self._buffers[tp] = _Pending()
-            pending.values += take(rows.values, selection)
-            pending.keys += take(rows.keys, selection) if rows.keys else [None] * _size(selection)
-            pending.stamps += take(stamps, selection)
-            pending.headers += (take(rows.headers, selection) if rows.headers
-                                else [None] * _size(selection))
-            if len(pending.values) >= chunk:
+            pending.add(take_arrow(values, selection),
+                        None if keys is None else take_arrow(keys, selection),
+                        take_arrow(stamps, selection),
+                        take(rows.headers, selection) if rows.headers else None)
+            if pending.count >= chunk:
                 self._send({tp: self._buffers.pop(tp)}, chunk)
 
     def _check_record_sizes(self, batch: pa.RecordBatch) -> None:
@@ -221,28 +249,48 @@ class TaskWriter:
                 self.wire, self.coordinator, self.transactional_id, self.producer, new
             )
         self._in_txn.update(new)
-        rounds = max(-(-len(p.values) // chunk) for p in buffers.values())
+        columns = {tp: p.columns() for tp, p in buffers.items()}
+        rounds = max(-(-p.count // chunk) for p in buffers.values())
         for r in range(rounds):
-            part = slice(r * chunk, (r + 1) * chunk)
-            self._send_round({tp: p for tp, p in buffers.items() if len(p.values) > part.start},
-                             part)
+            first = r * chunk
+            self._send_round({tp: c for tp, c in columns.items() if len(c[0]) > first},
+                             first, chunk)
 
-    def _send_round(self, buffers: dict[TopicPartition, _Pending], part: slice) -> None:
+    def _encode(self, columns: _Columns, first: int, chunk: int, seq: int) -> tuple[bytes, int]:
+        """One batch of records ``first``.. (at most ``chunk``); returns (bytes, count)."""
+        assert self.producer is not None
+        values, keys, stamps, headers = columns
+        values = values.slice(first, chunk)
+        keys = None if keys is None else keys.slice(first, chunk)
+        stamps = stamps.slice(first, chunk)
+        part = None if headers is None else headers[first:first + chunk]
+        pid, epoch = self.producer.producer_id, self.producer.epoch
+        transactional = self.transactional_id is not None
+        batch = None
+        if part is None or not any(part):
+            part = None
+            if not pure_forced():  # column-wise, no Python loop over records
+                batch = encode_arrow(keys, values, stamps, producer_id=pid,
+                                     producer_epoch=epoch, base_sequence=seq,
+                                     transactional=transactional)
+        if batch is None:
+            batch = encode_batch(
+                [None] * len(values) if keys is None else keys.to_pylist(),
+                values.to_pylist(), stamps.to_pylist(),
+                None if part is None else [h or [] for h in part],
+                producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                transactional=transactional,
+            )
+        return batch, len(values)
+
+    def _send_round(self, columns: dict[TopicPartition, _Columns], first: int,
+                    chunk: int) -> None:
         assert self.producer is not None
         by_leader: dict[int, dict[TopicPartition, bytes]] = {}
         counts: dict[TopicPartition, int] = {}
-        for tp, pending in buffers.items():
-            headers = pending.headers[part]
-            has_headers = any(headers)
+        for tp, cols in columns.items():
             seq = self._sequence.get(tp, 0)
-            values = pending.values[part]
-            batch = encode_batch(
-                pending.keys[part], values, pending.stamps[part],
-                [h or [] for h in headers] if has_headers else None,
-                producer_id=self.producer.producer_id, producer_epoch=self.producer.epoch,
-                base_sequence=seq, transactional=self.transactional_id is not None,
-            )
-            n = len(values)
+            batch, n = self._encode(cols, first, chunk, seq)
             self._sequence[tp] = (seq + n) & 0x7FFFFFFF
             self.bytes += len(batch)
             leader = self._info(tp[0]).leaders[tp[1]]
@@ -255,6 +303,7 @@ class TaskWriter:
             self._in_flight.setdefault(leader, []).append(
                 (sent, {tp: counts[tp] for tp in batches})
             )
+        self.wire.flush()  # the broker appends these while the next batch is encoded
 
     def _drain(self, leader: int, keep: int) -> None:
         queue = self._in_flight.get(leader, [])

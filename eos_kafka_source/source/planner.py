@@ -27,11 +27,20 @@ Rules, as in Spark's Kafka source:
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-from ..errors import ConfigError, TopicNotFoundError
+from ..errors import (
+    AuthenticationError,
+    BrokerUnreachableError,
+    ConfigError,
+    ConnectionDroppedError,
+    TopicNotFoundError,
+)
 from ..offsets import (
     OffsetRange,
     OffsetsForTimes,
@@ -59,6 +68,40 @@ from ..wire import (
 log = logging.getLogger(__name__)
 
 Offsets = dict[TopicPartition, int]
+_T = TypeVar("_T")
+#: How long planning keeps reconnecting to a broker that dropped the connection or is down
+#: (a broker restart, a rolling upgrade) before the error fails the query.
+RECONNECT_BUDGET_S = 30.0
+
+
+def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Retry a planning call (read-only: Metadata, Fetch, ListOffsets) on a new connection.
+
+    Found by the chaos harness: after a broker restart the planner's long-lived
+    connection was dead and every query failed in its next ``latestOffset``.
+    Spark's own Kafka source retries there too (``fetchOffset.numRetries``).
+    """
+
+    @functools.wraps(method)
+    def wrapper(self: SourcePlanner, *args: Any, **kwargs: Any) -> _T:
+        deadline = time.monotonic() + RECONNECT_BUDGET_S
+        pause = 0.2
+        while True:
+            try:
+                result = method(self, *args, **kwargs)
+                self._reached = True
+                return result
+            except (ConnectionDroppedError, BrokerUnreachableError) as exc:
+                self.close()
+                # A broker never reached, or refusing our credentials, fails at once.
+                if (isinstance(exc, AuthenticationError) or not self._reached
+                        or time.monotonic() + pause > deadline):
+                    raise
+                log.warning("eoskafka source: %s; reconnecting in %.1f s", exc, pause)
+                time.sleep(pause)
+                pause = min(pause * 2, 5.0)
+
+    return wrapper
 
 
 @dataclass(frozen=True)
@@ -85,6 +128,7 @@ class SourcePlanner:
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._wire: KafkaWire | None = None
+        self._reached = False  # a planning call has succeeded: later failures are transient
 
     @property
     def wire(self) -> KafkaWire:
@@ -147,6 +191,7 @@ class SourcePlanner:
 
     # -- streaming ---------------------------------------------------------------------------
 
+    @_reconnecting
     def initial_offsets(self) -> Offsets:
         """Where a new query starts (``startingOffsets`` & co., resolved against the log now)."""
         leaders = self.leaders()
@@ -157,6 +202,7 @@ class SourcePlanner:
             offsets_for_times=self._offsets_for_times(leaders),
         )
 
+    @_reconnecting
     def latest_offsets(
         self,
         start: Mapping[TopicPartition, int],
@@ -185,6 +231,7 @@ class SourcePlanner:
         available = sum(max(0, latest[tp] - base[tp]) for tp in latest)
         return Latest(cap_end_offsets(base, latest, max_offsets), available, latest)
 
+    @_reconnecting
     def plan(
         self, start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]
     ) -> list[OffsetRange]:
@@ -221,6 +268,7 @@ class SourcePlanner:
 
     # -- batch -------------------------------------------------------------------------------
 
+    @_reconnecting
     def batch_ranges(self) -> list[OffsetRange]:
         """The ranges of a batch read: ``startingOffsets`` (default earliest) to
         ``endingOffsets`` (default latest: the LSO under read_committed)."""

@@ -32,6 +32,7 @@ from .txn import (
     init_producer_ids,
     produce_errors,
     produce_request,
+    verify_txns,
 )
 
 __all__ = [
@@ -41,5 +42,5 @@ __all__ = [
     "find_coordinator", "find_coordinators", "init_idempotent", "init_producer_ids",
     "leader_of", "list_earliest", "list_offsets_for_times", "matching_topics", "produce_errors",
     "produce_request",
-    "require_topics",
+    "require_topics", "verify_txns",
 ]

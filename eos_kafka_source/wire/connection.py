@@ -4,12 +4,18 @@ Everything eoskafka sends to a broker goes through :class:`KafkaWire`: it owns
 one ``kafka.net.compat.KafkaNetClient`` (which brings SASL/SSL and bootstrap),
 sends requests pipelined, bounds every wait by a deadline, and turns client
 exceptions into ours, naming the broker and the request. A dropped connection
-is reported at once, never waited on.
+is reported at once, never waited on. Connecting is bounded by
+``kafka.socket.connection.setup.timeout.ms`` whatever the broker does, and a
+broker that refuses the SASL credentials or the TLS handshake fails the attempt
+at once with :class:`~eos_kafka_source.errors.AuthenticationError` (no retries
+until the deadline). Secrets are masked in logs and messages (:mod:`.redact`).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -18,7 +24,14 @@ import kafka.errors as kerrors
 from kafka.net.compat import KafkaNetClient
 
 from ..client_config import ClientConfig
-from ..errors import BrokerUnreachableError, ConnectionDroppedError, TimeoutError_, for_code
+from ..errors import (
+    AuthenticationError,
+    BrokerUnreachableError,
+    ConnectionDroppedError,
+    TimeoutError_,
+    for_code,
+)
+from .redact import protect, redact
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +59,15 @@ VERSION_CAPS: dict[str, int] = {
     "DeleteRecordsRequest": 2,
 }
 
+#: Texts of TLS handshake failures that retrying cannot fix.
+_TLS_REFUSALS = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "WRONG_VERSION_NUMBER",
+                 "mismatch", "doesn't match", "UNKNOWN_CA", "BAD_CERTIFICATE",
+                 "CERTIFICATE_REQUIRED")
+#: Texts of failures to load this side's TLS files (missing, not PEM, wrong key password).
+_TLS_FILE_ERRORS = ("PEM lib", "BAD_DECRYPT", "NO_START_LINE", "KEY_VALUES_MISMATCH",
+                    "NO_CERTIFICATE_OR_CRL_FOUND", "No such file", "Is a directory",
+                    "Permission denied")
+
 
 class KafkaWire:
     """A connection pool to one cluster; not thread-safe; close() when done.
@@ -67,7 +89,9 @@ class KafkaWire:
         return self._client
 
     def _connect(self) -> KafkaNetClient:
-        settings = self.config.to_kafka_python()
+        config = self.config
+        protect((config.sasl_password, config.ssl_password))
+        settings = config.to_kafka_python()
         settings["receive_message_max_bytes"] = RECEIVE_MAX_BYTES
         settings.setdefault("reconnect_backoff_max_ms", 1000)
         # request_many() pipelines every request before waiting; with kafka-python's default
@@ -75,18 +99,71 @@ class KafkaWire:
         # once (e.g. fencing a pool of 6+ ids). Produce keeps its own limit (TaskWriter).
         settings["max_in_flight_requests_per_connection"] = MAX_IN_FLIGHT
         client = KafkaNetClient(**settings)
-        deadline_ms = self.config.connect_timeout_ms
+        deadline_ms = config.connect_timeout_ms
+        deadline = time.monotonic() + deadline_ms / 1000
+        first: BaseException | None = None  # reported: later ones are often time-outs
         try:
-            client.check_version(timeout_ms=deadline_ms)
-        except Exception as exc:  # every failure here means "cannot reach the cluster"
+            for attempt in itertools.count():
+                error, in_sasl = _attempt(client, _ms_left(deadline))
+                if error is None:
+                    break
+                first = first or error
+                refused = self._refusal(error, in_sasl)
+                if refused is not None:
+                    raise refused
+                if _ms_left(deadline) <= 1:
+                    raise error
+                # kafka-python's reconnect backoff: 50 ms doubling, at most 1 s
+                client.poll(timeout_ms=min(50 << min(attempt, 5), 1000, _ms_left(deadline)))
+            _bootstrap(client, _ms_left(deadline))
+        except AuthenticationError:
+            client.close()
+            raise
+        except Exception as exc:  # every other failure here means "cannot reach the cluster"
             client.close()
             raise BrokerUnreachableError(
-                f"could not connect to Kafka at {','.join(self.config.bootstrap_servers)} "
-                f"within {deadline_ms} ms ({type(exc).__name__}: {_safe(exc)}); check "
+                f"could not connect to Kafka at {','.join(config.bootstrap_servers)} "
+                f"within {deadline_ms} ms ({_describe(first or exc)}); check "
                 "kafka.bootstrap.servers, that the broker is up and reachable from this "
-                "host, and the kafka.security.protocol / SASL / SSL settings"
+                "host, and the kafka.security.protocol / SASL / SSL settings (a broker that "
+                "requires authentication drops connections that do not authenticate; a TLS "
+                "client gets no answer from a listener that does not speak TLS)"
             ) from None
         return client
+
+    def _refusal(self, exc: BaseException, in_sasl: bool) -> AuthenticationError | None:
+        """The error for a first connection the broker refused for good (bad credentials,
+        an untrusted certificate), or None when retrying may help."""
+        config, servers = self.config, ",".join(self.config.bootstrap_servers)
+        if in_sasl:
+            return AuthenticationError(
+                f"the broker at {servers} refused SASL {config.sasl_mechanism} authentication "
+                f"as user {config.sasl_username!r} ({_describe(exc)}); check the user name and "
+                "password in kafka.sasl.jaas.config (or kafka.sasl.username / "
+                "kafka.sasl.password), that kafka.sasl.mechanism is enabled on the broker, "
+                "and that the user exists there for that mechanism"
+            )
+        text = _describe(exc)
+        if not config.security_protocol.endswith("SSL"):
+            return None
+        if any(marker in text for marker in _TLS_FILE_ERRORS):
+            return AuthenticationError(
+                f"could not load the TLS files for {servers} ({text}); check that "
+                "kafka.ssl.truststore.location (or kafka.ssl.ca.location), "
+                "kafka.ssl.certificate.location and kafka.ssl.key.location name readable PEM "
+                "files and that kafka.ssl.key.password decrypts the key"
+            )
+        if any(marker in text for marker in _TLS_REFUSALS):
+            return AuthenticationError(
+                f"the TLS handshake with {servers} failed ({text}); check that "
+                "kafka.ssl.truststore.location (or kafka.ssl.ca.location) is the PEM file of "
+                "the CA that signed the broker's certificate, that the host in "
+                "kafka.bootstrap.servers is one the certificate names (or set "
+                "kafka.ssl.endpoint.identification.algorithm to ''), that this listener "
+                "speaks TLS, and, if the broker requires client certificates, "
+                "kafka.ssl.certificate.location and kafka.ssl.key.location"
+            )
+        return None
 
     def close(self) -> None:
         client, self._client = self._client, None
@@ -152,9 +229,21 @@ class KafkaWire:
             except Exception as exc:
                 raise ConnectionDroppedError(
                     f"{what}: could not connect to broker {self._address(node)} "
-                    f"({type(exc).__name__}: {_safe(exc)})"
+                    f"({_describe(exc)})"
                 ) from None
         return node, client.send(node, request)
+
+    def flush(self) -> None:
+        """Put sent requests on the wire now, without waiting for any answer.
+
+        kafka-python only queues a request in ``send``; its bytes leave at the next poll
+        (the first runs the write task up to "wait until writable", the second writes).
+        Calling this after a send lets the broker work on the request while the caller
+        prepares the next one (read-ahead Fetch, pipelined Produce).
+        """
+        client = self.client
+        client.poll(timeout_ms=0)
+        client.poll(timeout_ms=0)
 
     def wait(
         self, pending: Sequence[tuple[int, Any]], what: str, timeout_ms: int | None = None
@@ -176,7 +265,7 @@ class KafkaWire:
                 exc = future.exception
                 raise ConnectionDroppedError(
                     f"{what}: broker {self._address(node)} dropped the connection "
-                    f"({type(exc).__name__}: {_safe(exc)})"
+                    f"({_describe(exc)})"
                 ) from None
         return [future.value for _, future in pending]
 
@@ -198,9 +287,76 @@ class KafkaWire:
 
 
 def _safe(exc: BaseException) -> str:
-    """An exception's text, short; client exceptions never carry our secrets."""
-    text = str(exc) or type(exc).__name__
+    """An exception's text, short, with any registered secret masked."""
+    text = redact(str(exc)) or type(exc).__name__
     return text[:300]
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: text`` of an exception, without the type names kafka-python repeats."""
+    name, text = type(exc).__name__, _safe(exc)
+    text = re.sub(r"\b(\w+): (?:\1: )+", r"\1: ", text)
+    return text if name in text else f"{name}: {text}"
+
+
+def _ms_left(deadline: float) -> int:
+    return max(int((deadline - time.monotonic()) * 1000), 1)
+
+
+def _attempt(client: KafkaNetClient, timeout_ms: int) -> tuple[BaseException | None, bool]:
+    """Open one connection to a bootstrap server and wait until it is up or has failed.
+
+    kafka-python retries failed bootstrap connections until its deadline, even when the
+    broker refused the credentials, and then reports only "Unable to bootstrap". Making
+    the attempts here lets a refusal fail at once, with its reason. Returns ``(None,
+    False)`` when the connection came up (or kafka-python's internals are not the ones
+    expected: then :func:`_bootstrap` alone decides), else its error and whether it
+    failed during SASL authentication (after ApiVersions, with SASL on).
+    """
+    # The manager's get_connection, not client.maybe_connect: a failed connection must not
+    # start kafka-python's background bootstrap, which has no deadline.
+    get_connection = getattr(getattr(client, "_manager", None), "get_connection", None)
+    node = client.least_loaded_node(bootstrap_fallback=True)
+    if get_connection is None or node is None:
+        return None, False
+    try:
+        conn = get_connection(node, timeout_ms=timeout_ms, refresh_metadata_on_err=False)
+    except Exception:  # not ready (kafka-python's backoff) or unknown: let _bootstrap decide
+        return None, False
+    future = getattr(conn, "init_future", None)
+    if future is None:
+        return None, False
+    if not future.is_done:
+        client.poll(timeout_ms=timeout_ms, future=future)
+    if not future.is_done:  # e.g. a TLS handshake with a listener that does not speak TLS
+        error = kerrors.KafkaTimeoutError(f"no answer within {timeout_ms} ms")
+        conn.close(error)
+        return error, False
+    if future.succeeded():
+        return None, False
+    in_sasl = bool(getattr(conn, "sasl_enabled", False)) and (
+        getattr(conn, "broker_version_data", None) is not None)
+    return future.exception, in_sasl
+
+
+def _bootstrap(client: KafkaNetClient, timeout_ms: int) -> None:
+    """Fetch the cluster's metadata, within ``timeout_ms`` whatever happens.
+
+    ``KafkaNetClient.check_version`` waits on kafka-python's bootstrap, whose deadline
+    is checked only between connection attempts; an attempt that never ends (kafka-python
+    3.0 puts no deadline on the TLS handshake) makes it wait forever. Here the wait is
+    our own.
+    """
+    start = getattr(getattr(client, "_manager", None), "bootstrap_async", None)
+    if start is None:
+        client.check_version(timeout_ms=timeout_ms)
+        return
+    future = start(timeout_ms=timeout_ms)
+    client.poll(timeout_ms=timeout_ms, future=future)
+    if not future.is_done:
+        raise kerrors.KafkaTimeoutError(f"no broker answered within {timeout_ms} ms")
+    if future.failed():
+        raise future.exception
 
 
 def is_connection_error(exc: BaseException) -> bool:

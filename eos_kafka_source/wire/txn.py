@@ -108,35 +108,86 @@ def add_partitions_to_txn(
 ) -> None:
     """Register partitions with the open transaction before producing to them."""
     version = wire.version(AddPartitionsToTxnRequest)
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in partitions:
-        by_topic.setdefault(topic, []).append(partition)
-    topics = [
-        AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=sorted(ps))
-        for t, ps in sorted(by_topic.items())
-    ]
     deadline = time.monotonic() + deadline_s
     while True:
-        request = AddPartitionsToTxnRequest[version](
-            v3_and_below_transactional_id=transactional_id,
-            v3_and_below_producer_id=producer.producer_id,
-            v3_and_below_producer_epoch=producer.epoch,
-            v3_and_below_topics=topics,
-        )
+        request = _add_partitions_request(version, transactional_id, producer, partitions)
         resp = wire.request(coordinator, request, f"AddPartitionsToTxn {transactional_id}")
-        codes = {
-            r.partition_error_code
-            for topic in resp.results_by_topic_v3_and_below
-            for r in topic.results_by_partition
-        } - {0}
-        if not codes:
+        code = _add_partitions_error(resp)
+        if not code:
             return
-        code = max(codes, key=lambda c: (c != 51, c))  # report a real error before CONCURRENT_TXNS
         err = for_code(code)
         if err.retriable and time.monotonic() < deadline:
             time.sleep(_RETRY_CODES_BACKOFF_S)
             continue
         raise err(f"AddPartitionsToTxn {transactional_id} {sorted(partitions)}")
+
+
+def _add_partitions_request(
+    version: int, transactional_id: str, producer: ProducerIdentity,
+    partitions: Sequence[TopicPartition],
+) -> AddPartitionsToTxnRequest:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    return AddPartitionsToTxnRequest[version](
+        v3_and_below_transactional_id=transactional_id,
+        v3_and_below_producer_id=producer.producer_id,
+        v3_and_below_producer_epoch=producer.epoch,
+        v3_and_below_topics=[
+            AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=sorted(ps))
+            for t, ps in sorted(by_topic.items())
+        ],
+    )
+
+
+def _add_partitions_error(response: object) -> int:
+    """The response's error code, 0 if none; a real error before CONCURRENT_TRANSACTIONS."""
+    codes = {
+        r.partition_error_code
+        for topic in response.results_by_topic_v3_and_below  # type: ignore[attr-defined]
+        for r in topic.results_by_partition
+    } - {0}
+    return max(codes, key=lambda c: (c != 51, c)) if codes else 0
+
+
+def verify_txns(
+    wire: KafkaWire,
+    coordinator_of: Mapping[str, int],
+    txns: Sequence[tuple[str, ProducerIdentity, Sequence[TopicPartition]]],
+    *,
+    deadline_s: float = 30.0,
+) -> list[KafkaProtocolError | None]:
+    """Whether each open transaction is still live and ours, pipelined; None when it is.
+
+    Sends AddPartitionsToTxn again with the partitions the transaction already holds: a
+    no-op for a live transaction (Kafka and Tansu answer 0 and change nothing), and
+    PRODUCER_FENCED / INVALID_PRODUCER_EPOCH once its id was re-initialised (a zombie's or a
+    retry's InitProducerId aborted it) or, on Kafka, it timed out. A dropped connection
+    raises: the caller has decided nothing yet and fails.
+    """
+    version = wire.version(AddPartitionsToTxnRequest)
+    results: dict[str, KafkaProtocolError | None] = {}
+    pending = list(txns)
+    deadline = time.monotonic() + deadline_s
+    while pending:
+        calls = [(coordinator_of[tid], _add_partitions_request(version, tid, who, parts))
+                 for tid, who, parts in pending]
+        responses = wire.request_many(calls, f"AddPartitionsToTxn (check {len(calls)} txns)")
+        retry = []
+        for (tid, who, parts), resp in zip(pending, responses, strict=True):
+            code = _add_partitions_error(resp)
+            err = for_code(code) if code else None
+            if err is not None and err.retriable and time.monotonic() < deadline:
+                retry.append((tid, who, parts))
+                continue
+            results[tid] = err(
+                f"transaction {tid} (producer {who.producer_id} epoch {who.epoch}) is no "
+                "longer live"
+            ) if err is not None else None
+        if retry:
+            time.sleep(_RETRY_CODES_BACKOFF_S)
+        pending = retry
+    return [results[tid] for tid, _, _ in txns]
 
 
 def produce_request(

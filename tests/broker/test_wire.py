@@ -241,6 +241,68 @@ def test_log_cursor_does_not_skip_records_on_an_empty_fetch(
     assert offsets == [0, 1, 2, 3, 4]
 
 
+def test_log_cursor_gives_the_broker_time_below_the_high_watermark(
+    wire: kwire.KafkaWire, bootstrap: str, unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the chaos harness: Tansu on s3:// answers a 1 ms Fetch with nothing and a
+    200 ms one with what it loaded by then, so the source read a few batches per two round
+    trips (3300 records took 10-23 s; a batch stalled minutes). Below the high watermark the
+    data exists, so Kafka answers at once whatever max_wait_ms says: every Fetch the cursor
+    sends there must allow BELOW_HW_WAIT_MS, and cost nothing when the data is there."""
+    create_topic(bootstrap, unique)
+    with TxnWriter(bootstrap, f"{unique}-w") as w:
+        for i in range(30):
+            w.committed(unique, [b"%d" % i] * 3, partition=0)
+    tp = (unique, 0)
+    hw = _bounds(wire, unique).high_watermark
+    fetch_module = importlib.import_module("eos_kafka_source.wire.fetch")
+    real_request = fetch_module._fetch_request
+    waits: list[int] = []
+
+    def spy(version: int, wants: Any, max_bytes: int, max_wait_ms: int) -> Any:
+        waits.append(max_wait_ms)
+        return real_request(version, wants, max_bytes, max_wait_ms)
+
+    monkeypatch.setattr(fetch_module, "_fetch_request", spy)
+    started = time.monotonic()
+    cursor = kwire.LogCursor(wire, _leaders(wire, unique)[tp], tp, 0, hw, max_bytes=512,
+                             deadline_s=5)
+    assert sum(h.record_count for h, _ in cursor if not h.is_control) == 90
+    assert len(waits) >= 2  # small fetches: several requests, read-ahead included
+    assert min(waits) >= fetch_module.BELOW_HW_WAIT_MS
+    assert time.monotonic() - started < len(waits) * fetch_module.BELOW_HW_WAIT_MS / 1000 / 2
+
+
+def test_log_cursor_waits_longer_after_each_empty_answer(
+    wire: kwire.KafkaWire, bootstrap: str, unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the chaos soak: once a partition held ~1900 objects on s3:// storage, Tansu
+    loaded nothing within 500 ms (or 1 s) but 31 batches within 2 s; a fixed wait asked in
+    vain until the task's deadline and the pipeline stalled. Each empty answer below the
+    high watermark now doubles the wait, up to MAX_BELOW_HW_WAIT_MS."""
+    create_topic(bootstrap, unique)
+    write_plain(bootstrap, unique, [b"%d" % i for i in range(5)], partition=0)
+    fetch_module = importlib.import_module("eos_kafka_source.wire.fetch")
+    real_fetch = fetch_module.fetch
+    waits: list[int] = []
+
+    def slow_storage(*args: Any, **kwargs: Any) -> dict[kwire.TopicPartition, kwire.Chunk]:
+        waits.append(kwargs["max_wait_ms"])
+        out = real_fetch(*args, **kwargs)
+        if kwargs["max_wait_ms"] < 4 * fetch_module.BELOW_HW_WAIT_MS:  # nothing loaded in time
+            return {tp: dataclasses.replace(c, records=b"") for tp, c in out.items()}
+        return out
+
+    monkeypatch.setattr(fetch_module, "fetch", slow_storage)
+    tp = (unique, 0)
+    cursor = kwire.LogCursor(wire, _leaders(wire, unique)[tp], tp, 0, 5, deadline_s=30)
+    assert [o for h, _ in cursor for o in range(h.base_offset, h.last_offset + 1)] == [0, 1, 2,
+                                                                                     3, 4]
+    base = fetch_module.BELOW_HW_WAIT_MS
+    assert waits[:3] == [base, 2 * base, 4 * base]
+    assert max(waits) <= fetch_module.MAX_BELOW_HW_WAIT_MS
+
+
 def test_log_cursor_past_log_end_times_out(
     wire: kwire.KafkaWire, bootstrap: str, unique: str
 ) -> None:

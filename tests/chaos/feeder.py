@@ -1,0 +1,149 @@
+"""Input: transactional producers (kafka-python) writing unique ids, some transactions aborted.
+
+Each feeder is a thread with its own transactional id. A transaction holds
+100-800 records ``{"id": n, "feeder": f, "txn": t}`` (key = id) spread over the
+input partitions; one in five is aborted on purpose. A broker kill makes the
+outcome of the transaction in flight unknown: the feeder records its ids as
+"uncertain", drops the producer and starts a new one on the same id, whose
+InitProducerId aborts the old transaction if it was still open. The truth for
+the verdict is the input topic's own committed view; the ledger cross-checks it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+
+from kafka import KafkaProducer
+
+ABORT_RATE = 0.2
+_PRODUCER = {"linger_ms": 5, "max_block_ms": 10000, "request_timeout_ms": 10000,
+             "retry_backoff_ms": 100, "reconnect_backoff_max_ms": 500}
+
+log = logging.getLogger("chaos.feeder")
+
+
+class IdBlocks:
+    """Unique input ids, handed out in contiguous blocks (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> range:
+        with self._lock:
+            first, self._next = self._next, self._next + n
+        return range(first, first + n)
+
+
+@dataclass
+class Ledger:
+    """What the feeders know about their transactions' outcomes (ids)."""
+
+    committed: set[int] = field(default_factory=set)
+    aborted: set[int] = field(default_factory=set)
+    uncertain: set[int] = field(default_factory=set)
+    transactions: int = 0
+    failures: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, outcome: str, ids: range) -> None:
+        with self.lock:
+            getattr(self, outcome).update(ids)
+            self.transactions += 1
+            self.failures += outcome == "uncertain"
+
+
+class Feeder(threading.Thread):
+    def __init__(self, bootstrap: str, topic: str, index: int, prefix: str, seed: int,
+                 ids: IdBlocks, ledger: Ledger, pause_s: float = 3.0) -> None:
+        super().__init__(name=f"feeder-{index}", daemon=True)
+        self.bootstrap, self.topic, self.index = bootstrap, topic, index
+        self.transactional_id = f"{prefix}-feeder-{index}"
+        self.rng = random.Random(seed * 1000 + index)
+        self.ids, self.ledger, self.pause_s = ids, ledger, pause_s
+        self._stop_event = threading.Event()
+        self.producer: KafkaProducer | None = None
+        self.error: BaseException | None = None
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+    def _open(self) -> KafkaProducer:
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap,
+                                 transactional_id=self.transactional_id, **_PRODUCER)
+        try:
+            producer.init_transactions()  # aborts what the previous incarnation left open
+        except BaseException:
+            producer.close(timeout=1)
+            raise
+        return producer
+
+    def _transaction(self, producer: KafkaProducer, number: int) -> None:
+        ids = self.ids.take(self.rng.randint(100, 800))
+        abort = self.rng.random() < ABORT_RATE
+        try:
+            producer.begin_transaction()
+            for i in ids:
+                value = json.dumps({"id": i, "feeder": self.index, "txn": number}).encode()
+                producer.send(self.topic, value=value, key=str(i).encode())
+            producer.flush(timeout=15)
+            if abort:
+                producer.abort_transaction()
+            else:
+                producer.commit_transaction()
+        except BaseException:
+            self.ledger.record("uncertain", ids)
+            raise
+        self.ledger.record("aborted" if abort else "committed", ids)
+
+    def run(self) -> None:
+        number = 0
+        while not self._stop_event.is_set():
+            try:
+                if self.producer is None:
+                    self.producer = self._open()
+                self._transaction(self.producer, number)
+                number += 1
+                self._stop_event.wait(self.rng.uniform(0, 2 * self.pause_s))
+            except Exception as exc:  # broker killed: start over on the same id
+                log.info("%s: %s: %s; reopening", self.name, type(exc).__name__, exc)
+                self._drop()
+                self._stop_event.wait(0.2)
+        self._drop(clean=True)
+
+    def _drop(self, clean: bool = False) -> None:
+        producer, self.producer = self.producer, None
+        if producer is not None:
+            try:
+                producer.close(timeout=2 if clean else 0)
+            except Exception as exc:  # a dead broker: nothing left to flush anyway
+                log.info("%s: close: %s", self.name, exc)
+
+    def seal(self, partitions: int) -> None:
+        """After stop: one last committed transaction touching every partition, on a fresh
+        producer (its InitProducerId aborts anything left open). Called from the main thread."""
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                producer = self._open()
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        try:
+            ids = self.ids.take(partitions)
+            producer.begin_transaction()
+            for p, i in zip(range(partitions), ids, strict=True):
+                value = json.dumps({"id": i, "feeder": self.index, "txn": "seal"}).encode()
+                producer.send(self.topic, value=value, key=str(i).encode(), partition=p)
+            producer.flush(timeout=30)
+            producer.commit_transaction()
+            self.ledger.record("committed", ids)
+        finally:
+            producer.close(timeout=5)

@@ -38,3 +38,17 @@ def _token(owner: str) -> int:
     import hashlib
 
     return int(hashlib.sha256(owner.encode()).hexdigest()[:15], 16)
+
+
+def mark_write_aborted(wire: KafkaWire, prefix: str, topic: str) -> None:
+    """Record on the broker that the batch write using ``prefix`` was aborted.
+
+    Written before the driver fences the write's ids: a task that initialises its
+    id after that fence then finds the mark and aborts its own transaction, so a
+    task Spark launched just before the job failed cannot leave one open.
+    """
+    commit_offset(wire, f"eoskafka-aborted.{prefix}", topic, 0, 1, "aborted")
+
+
+def write_aborted(wire: KafkaWire, prefix: str, topic: str) -> bool:
+    return fetch_offset(wire, f"eoskafka-aborted.{prefix}", topic, 0) is not None

@@ -25,9 +25,11 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
+from ..errors import TransactionLostError
 from ..options import SinkOptions
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator
 from . import columns
+from .claims import mark_write_aborted, write_aborted
 from .decision_log import DecisionLog
 from .driver import DriverProtocol
 from .handoff import TxnHandoff, handoffs_of
@@ -75,6 +77,8 @@ class _Writer:
         self.prefix = self.sink.transactional_id_prefix or (
             default_prefix(location) if location else f"eoskafka-batch-{self.owner}"
         )
+        #: Batch writes with a topic option: where an aborted write is marked (claims.py).
+        self.batch_write_topic = None if streaming or not self.exactly_once else self.sink.topic
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -117,6 +121,7 @@ class _Writer:
             )
             writer.open()
             try:
+                self._refuse_if_aborted(wire)
                 writer.write_batches(iterator)
                 handoff = writer.handoff()
             except BaseException:
@@ -138,9 +143,24 @@ class _Writer:
             sum(h.bytes for h in report.done), report.seconds * 1000,
         )
 
+    def _refuse_if_aborted(self, wire: KafkaWire) -> None:
+        """Batch writes: a task starting after the driver aborted the write must not write.
+
+        (Streaming needs no such check: the next batch's planning fences late tasks.)
+        """
+        if self.batch_write_topic is not None and write_aborted(
+                wire, self.prefix, self.batch_write_topic):
+            raise TransactionLostError(
+                f"the batch write with transactional-id prefix {self.prefix!r} was already "
+                "aborted by the driver; this late task wrote nothing"
+            )
+
     def _abort(self, messages: list[Any], batch_id: int | None) -> None:
         if not self.exactly_once:
             return
+        if self.batch_write_topic is not None:
+            with self._wire() as wire:
+                mark_write_aborted(wire, self.prefix, self.batch_write_topic)
         handoffs = handoffs_of(messages)
         self._protocol().abort(batch_id, handoffs, tasks=len(messages))
         log.warning("eoskafka: batch %s aborted (%d hand-offs, %d tasks)",

@@ -109,8 +109,8 @@ class Sizes:
 
     @property
     def sink_kafka_python(self) -> int:
-        """kafka-python writes ~50k records/s: a tenth of the data keeps the run short."""
-        return max(1_000, self.sink // 10)
+        """kafka-python writes ~50k records/s: a twentieth of the data keeps the run short."""
+        return max(1_000, self.sink // 20)
 
     @property
     def spark_sink(self) -> int:

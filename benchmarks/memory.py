@@ -1,7 +1,7 @@
 """Peak memory of one task writing, then reading, a partition of N records.
 
 Each measure runs in its own Python process (``python -m benchmarks.memory write|read
-BOOTSTRAP TOPIC N``), so its peak RSS (``ru_maxrss``) is the task's alone: a
+BOOTSTRAP TOPIC N``), so its peak RSS (``VmHWM``) is the task's alone: a
 :class:`TaskWriter` writes N 100-byte records to a 1-partition topic in one exactly-once
 transaction (what one Spark task does in one micro-batch) and the driver protocol commits
 it; then ``read_partition`` reads the partition back with read_committed and drops each
@@ -55,6 +55,15 @@ def _rss_mb() -> float:
 
 
 def _peak_mb() -> float:
+    """Peak RSS of this process image. VmHWM resets at exec; ru_maxrss does not (a child
+    started from a large parent would report the parent's size), so it is only a fallback."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 

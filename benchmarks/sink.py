@@ -246,7 +246,7 @@ def bench(cfg: ClientConfig, sizes: Sizes) -> list[Row]:
     if reference is not None:
         rows.append(reference)
     rows.append(row_of(SECTION, KAFKA_PYTHON, results[KAFKA_PYTHON],
-                       note="a tenth of the data (~50k records/s client)").against(reference))
+                       note="a twentieth of the data (a ~50k records/s client)").against(reference))
     return rows
 
 

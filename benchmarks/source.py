@@ -213,7 +213,11 @@ def bench(cfg: ClientConfig, topics: dict[str, list[Range]], sizes: Sizes) -> li
         ours = row_of(SECTION, f"{OURS} [{label}]", results[OURS],
                       expected=expected).against(ceiling)
         raw = row_of(SECTION, f"{RAW} [{label}]", results[RAW], expected=expected).against(ceiling)
-        rows += [ours.target_rate_and_ratio(1_000_000, 0.6), ceiling, raw]
+        # The absolute target is per task on a whole partition; with 8 partitions each task
+        # reads an eighth, so its fixed cost (connect, metadata) weighs more: ratio only.
+        ours = (ours.target_rate_and_ratio(1_000_000, 0.6) if len(ranges) == 1
+                else ours.target_ratio(0.6))
+        rows += [ours, ceiling, raw]
     return rows
 
 

@@ -8,7 +8,8 @@ filesystems, so HDFS, S3, GCS and ABFS checkpoints work as local ones do.
 
 Layout (each file written once, atomically via write-then-rename):
 ``decisions/<batch>.json`` the decision; ``decisions/<batch>.done`` its
-completion (with any lost hand-offs); ``pool.json`` the size of the
+completion (with any lost hand-offs); ``decisions/<batch>.recovery`` a replay's
+hand-offs that rewrite lost task partitions; ``pool.json`` the size of the
 transactional-id pool and the epochs the driver fenced ids to.
 Runs on: the driver only (planning and commit workers).
 """
@@ -37,6 +38,11 @@ class Decision:
     decided_at: float = 0.0
     #: When the batch was marked done (epoch seconds); None while it is undone.
     done_at: float | None = None
+    #: Decided hand-offs that could not be committed (fenced mid-commit): a replay of the
+    #: batch may rewrite their task partitions (see DriverProtocol._replayed).
+    lost_handoffs: tuple[TxnHandoff, ...] = ()
+    #: A replay's hand-offs chosen to replace the lost ones, recorded before their EndTxn.
+    recovery: tuple[TxnHandoff, ...] | None = None
 
 
 @dataclass
@@ -93,14 +99,26 @@ class DecisionLog:
              "handoffs": [h.to_json() for h in handoffs]},
         )
 
-    def mark_done(self, batch_id: int, lost: list[str] | None = None) -> None:
-        self._write(f"decisions/{batch_id:020d}.done", {"batch_id": batch_id,
-                                                         "lost": lost or [],
-                                                         "done_at": time.time()})
+    def mark_done(self, batch_id: int, lost: list[str] | None = None,
+                  lost_handoffs: list[TxnHandoff] | None = None) -> None:
+        self._write(f"decisions/{batch_id:020d}.done", {
+            "batch_id": batch_id, "lost": lost or [], "done_at": time.time(),
+            "lost_handoffs": [h.to_json() for h in lost_handoffs or []]})
+
+    def record_recovery(self, batch_id: int, handoffs: list[TxnHandoff]) -> None:
+        """A replay's hand-offs that replace lost ones; durable before their first EndTxn."""
+        self._write(f"decisions/{batch_id:020d}.recovery",
+                    {"batch_id": batch_id, "handoffs": [h.to_json() for h in handoffs]})
+
+    def clear_recovery(self, batch_id: int) -> None:
+        try:
+            self.fs.delete_file(self._path(f"decisions/{batch_id:020d}.recovery"))
+        except FileNotFoundError:
+            pass
 
     def void(self, batch_id: int) -> None:
         """Withdraw a decision none of whose transactions committed (the batch will replay)."""
-        for suffix in (".json", ".done"):
+        for suffix in (".json", ".done", ".recovery"):
             try:
                 self.fs.delete_file(self._path(f"decisions/{batch_id:020d}{suffix}"))
             except FileNotFoundError:
@@ -111,6 +129,7 @@ class DecisionLog:
         if data is None:
             return None
         done = self._read(f"decisions/{batch_id:020d}.done")
+        recovery = self._read(f"decisions/{batch_id:020d}.recovery")
         return Decision(
             batch_id,
             tuple(TxnHandoff.from_json(h) for h in data["handoffs"]),
@@ -118,6 +137,9 @@ class DecisionLog:
             tuple((done or {}).get("lost", ())),
             data.get("decided_at", 0.0),
             (done or {}).get("done_at"),
+            tuple(TxnHandoff.from_json(h) for h in (done or {}).get("lost_handoffs", ())),
+            None if recovery is None
+            else tuple(TxnHandoff.from_json(h) for h in recovery["handoffs"]),
         )
 
     def batch_ids(self) -> list[int]:

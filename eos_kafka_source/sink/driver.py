@@ -22,7 +22,7 @@ from ..faults import fault_point
 from ..wire import TXN_PROTOCOL, KafkaWire, ProducerIdentity
 from .claims import claim_prefix
 from .committer import FinishReport, dead_handoffs, finish
-from .decision_log import DecisionLog, PoolState
+from .decision_log import Decision, DecisionLog, PoolState
 from .fencing import fence, fence_identities, probe_beyond
 from .handoff import TxnHandoff
 from .naming import TransactionalIdFactory
@@ -70,7 +70,7 @@ class DriverProtocol:
         assert self.decisions is not None
         report = finish(wire, handoffs, commit=True)
         lost = report.describe_lost()
-        self.decisions.mark_done(batch_id, lost)
+        self.decisions.mark_done(batch_id, lost, [h for h, _ in report.lost])
         log.warning("eoskafka: rolled batch %s forward: %d transactions committed, %d lost",
                     batch_id, len(report.done), len(report.lost))
         if lost:
@@ -106,8 +106,7 @@ class DriverProtocol:
             if self.decisions is not None and batch_id is not None:
                 previous = self.decisions.get(batch_id)
                 if previous is not None:
-                    return self._replayed(wire, batch_id, previous.done, list(previous.handoffs),
-                                          handoffs)
+                    return self._replayed(wire, previous, handoffs)
                 pool = self.decisions.pool()
                 self._refuse_superseded(handoffs, pool)
                 self._refuse_dead(wire, batch_id, handoffs)
@@ -127,17 +126,54 @@ class DriverProtocol:
         self.last_report = report
         return report
 
-    def _replayed(self, wire: KafkaWire, batch_id: int, done: bool,
-                  decided: list[TxnHandoff], fresh: list[TxnHandoff]) -> FinishReport:
-        """A batch id seen before: finish the recorded decision, abort the new attempt's work."""
-        if not done:
-            self._roll_forward(wire, batch_id, decided)
-        decided_ids = {(h.transactional_id, h.epoch) for h in decided}
-        duplicates = [h for h in fresh if (h.transactional_id, h.epoch) not in decided_ids]
+    def _replayed(self, wire: KafkaWire, previous: Decision,
+                  fresh: list[TxnHandoff]) -> FinishReport:
+        """A batch id seen before: finish the recorded decision, abort the new attempt's work.
+
+        Except for task partitions whose decided transaction was lost (fenced mid-commit by
+        a zombie): the replay reads the same offsets, so its task for that partition writes
+        the same rows; its transaction, if it holds the same records per output partition,
+        is committed in place of the lost one (recorded first, like any decision).
+        """
+        batch_id = previous.batch_id
+        if not previous.done:
+            self._roll_forward(wire, batch_id, list(previous.handoffs))
+            previous = self.decisions.get(batch_id) or previous  # type: ignore[union-attr]
+        recovery = list(previous.recovery or ())
+        if not recovery and previous.lost_handoffs:
+            recovery = _replacements(list(previous.lost_handoffs), fresh)
+            if not recovery:
+                log.warning("eoskafka: batch %s: no replayed task matches its lost "
+                            "transaction(s); their records stay lost", batch_id)
+            if recovery:
+                self._refuse_dead(wire, batch_id, recovery)
+                assert self.decisions is not None
+                self.decisions.record_recovery(batch_id, recovery)
+        kept = {(h.transactional_id, h.epoch) for h in [*previous.handoffs, *recovery]}
+        duplicates = [h for h in fresh if (h.transactional_id, h.epoch) not in kept]
         finish(wire, duplicates, commit=False)
+        if recovery:
+            self._recover(wire, previous, recovery)
         log.warning("eoskafka: batch %s was already committed; aborted %d replayed transactions",
                     batch_id, len(duplicates))
         return FinishReport(done=[], lost=[])
+
+    def _recover(self, wire: KafkaWire, previous: Decision, recovery: list[TxnHandoff]) -> None:
+        assert self.decisions is not None
+        report = finish(wire, recovery, commit=True)
+        rewritten = {h.task_partition for h in report.done}
+        still = [h for h in previous.lost_handoffs if h.task_partition not in rewritten]
+        lost = [f"{h.describe()}: lost, not rewritten by a replay" for h in still]
+        self.decisions.mark_done(previous.batch_id, lost, still)
+        self.decisions.clear_recovery(previous.batch_id)
+        log.warning("eoskafka: batch %s: replay rewrote %d lost task partition(s); %d still lost",
+                    previous.batch_id, len(rewritten), len(still))
+        if still:
+            raise TransactionLostError(
+                f"batch {previous.batch_id}: the replay could not rewrite "
+                f"{len(still)} lost transaction(s); their records are LOST unless a later "
+                "replay of this batch does: " + "; ".join(lost)
+            )
 
     def _after_loss(self, batch_id: int | None, report: FinishReport) -> None:
         lost = report.describe_lost()
@@ -149,10 +185,11 @@ class DriverProtocol:
                     "nothing was written; the batch fails and will be replayed on restart: "
                     + "; ".join(lost)
                 )
-            self.decisions.mark_done(batch_id, lost)
+            self.decisions.mark_done(batch_id, lost, [h for h, _ in report.lost])
         raise TransactionLostError(
             f"batch {batch_id}: {len(lost)} transactions could not be committed after "
-            f"{len(report.done)} others were; their records are LOST: " + "; ".join(lost)
+            f"{len(report.done)} others were; their records are LOST unless the replay of "
+            "this batch rewrites them (same rows per task partition): " + "; ".join(lost)
         )
 
     def _after_commit(self, wire: KafkaWire, tasks: int) -> None:
@@ -237,3 +274,11 @@ def _remember(pool: PoolState, fenced: dict[str, ProducerIdentity]) -> None:
     for tid, who in fenced.items():
         pool.fenced_epochs[tid] = who.epoch
         pool.fenced_producers[tid] = who.producer_id
+
+
+def _replacements(lost: list[TxnHandoff], fresh: list[TxnHandoff]) -> list[TxnHandoff]:
+    """The replay's hand-offs that can stand in for lost ones: same task partition, same
+    records per output partition (a replay of the same offsets through the same query)."""
+    by_task = {h.task_partition: h for h in lost}
+    return [h for h in fresh if h.open and h.task_partition in by_task
+            and h.partitions == by_task[h.task_partition].partitions]

@@ -200,6 +200,71 @@ def test_invariant4_partial_loss_names_what_was_lost(sink: Harness, faults, tmp_
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
+def test_invariant4_replay_rewrites_a_transaction_lost_mid_commit(
+    sink: Harness, faults, tmp_path
+) -> None:
+    """Found by the chaos soak: a zombie's InitProducerId landed while the driver was
+    committing (after its liveness check; on slow storage the EndTxns take a while), so one
+    task's records were LOST while the others committed. The query fails, Spark replays the
+    batch (same offsets): the replay's task for that partition writes the same rows, and its
+    transaction is now committed in place of the lost one, recorded first."""
+    first = [sink.task(p, _vals(f"b0t{p}")) for p in range(3)]
+    gate = tmp_path / "gate"
+    faults(f"commit.after_decision=block:{gate}")
+    errors: list[BaseException] = []
+
+    def commit() -> None:
+        try:
+            sink.driver.commit(0, first, tasks=3)
+        except BaseException as exc:  # noqa: BLE001 - inspected below
+            errors.append(exc)
+
+    import threading
+
+    committing = threading.Thread(target=commit)
+    committing.start()
+    _await(gate.with_suffix(".started"))
+    sink.task(1, _vals("zombie"))  # the zombie fences task 1's decided transaction
+    faults("")
+    gate.with_suffix(".release").touch()
+    committing.join(60)
+    assert len(errors) == 1 and "LOST unless the replay" in str(errors[0])
+    sink.driver.abort(0, first, tasks=3)  # Spark, after commit() raised
+    sink.driver.prepare(new_run=True)  # the restarted query
+    replay = [sink.task(p, _vals(f"b0t{p}")) for p in range(3)]
+    sink.driver.commit(0, replay, tasks=3)  # batch 0 again: rewrites task 1 only
+    assert sink.committed() == Counter(_vals("b0t0") + _vals("b0t1") + _vals("b0t2"))
+    decision = sink.log.get(0)
+    assert decision is not None and not decision.lost_handoffs and decision.recovery is None
+    sink.driver.commit(0, [sink.task(p, _vals(f"b0t{p}")) for p in range(3)], tasks=3)
+    assert sink.committed() == Counter(_vals("b0t0") + _vals("b0t1") + _vals("b0t2"))
+    assert_no_open_transactions(sink.bootstrap, sink.topic)
+
+
+def test_invariant4_replay_with_other_rows_does_not_replace_a_lost_transaction(
+    sink: Harness, faults, tmp_path
+) -> None:
+    first = [sink.task(p, _vals(f"b0t{p}")) for p in range(2)]
+    gate = tmp_path / "gate"
+    faults(f"commit.after_decision=block:{gate}")
+    import threading
+
+    committing = threading.Thread(target=lambda: pytest.raises(
+        TransactionLostError, sink.driver.commit, 0, first, tasks=2))
+    committing.start()
+    _await(gate.with_suffix(".started"))
+    sink.task(1, _vals("zombie"))
+    faults("")
+    gate.with_suffix(".release").touch()
+    committing.join(60)
+    sink.driver.abort(0, first, tasks=2)
+    sink.driver.prepare(new_run=True)
+    other = [sink.task(0, _vals("b0t0")), sink.task(1, _vals("other", 29))]  # not the same rows
+    sink.driver.commit(0, other, tasks=2)
+    assert sink.committed() == Counter(_vals("b0t0"))  # task 1 stays lost, nothing doubled
+    assert_no_open_transactions(sink.bootstrap, sink.topic)
+
+
 def test_invariant5_zombie_keeps_writing_after_being_fenced(sink: Harness) -> None:
     with sink.wire() as zombie_wire, sink.wire() as winner_wire:
         zombie = sink.open_task(zombie_wire, 0)

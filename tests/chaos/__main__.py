@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         say(f"Spark standalone cluster {cluster.url}: master + {cluster.workers} workers")
         ledger, ids = Ledger(), IdBlocks()
         feeders = [Feeder(broker.bootstrap_servers, cfg["input"], i, f"chaos{seed}", seed, ids,
-                          ledger) for i in range(FEEDERS)]
+                          ledger, INPUT_PARTITIONS) for i in range(FEEDERS)]
         for f in feeders:
             f.start()
         env = {**spark_env(cluster.work), "EOSKAFKA_TEST_FAULTS_FILE": str(faults_file)}

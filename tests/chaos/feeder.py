@@ -1,7 +1,7 @@
 """Input: transactional producers (kafka-python) writing unique ids, some transactions aborted.
 
 Each feeder is a thread with its own transactional id. A transaction holds
-100-800 records ``{"id": n, "feeder": f, "txn": t}`` (key = id) spread over the
+100-800 records ``{"id": n, "feeder": f, "txn": t}`` (key = id) on one or two
 input partitions; one in five is aborted on purpose. A broker kill makes the
 outcome of the transaction in flight unknown: the feeder records its ids as
 "uncertain", drops the producer and starts a new one on the same id, whose
@@ -60,12 +60,13 @@ class Ledger:
 
 class Feeder(threading.Thread):
     def __init__(self, bootstrap: str, topic: str, index: int, prefix: str, seed: int,
-                 ids: IdBlocks, ledger: Ledger, pause_s: float = 3.0) -> None:
+                 ids: IdBlocks, ledger: Ledger, partitions: int, pause_s: float = 3.0) -> None:
         super().__init__(name=f"feeder-{index}", daemon=True)
         self.bootstrap, self.topic, self.index = bootstrap, topic, index
         self.transactional_id = f"{prefix}-feeder-{index}"
         self.rng = random.Random(seed * 1000 + index)
         self.ids, self.ledger, self.pause_s = ids, ledger, pause_s
+        self.partitions = partitions
         self._stop_event = threading.Event()
         self.producer: KafkaProducer | None = None
         self.error: BaseException | None = None
@@ -87,11 +88,19 @@ class Feeder(threading.Thread):
         ids = self.ids.take(self.rng.randint(100, 800))
         abort = self.rng.random() < ABORT_RATE
         try:
+            # One or two partitions per transaction: every one is a multi-batch transaction
+            # with its own markers, and the broker's s3:// storage gets fewer objects.
+            targets = self.rng.sample(range(self.partitions), min(self.partitions,
+                                                                  self.rng.randint(1, 2)))
             producer.begin_transaction()
-            for i in ids:
+            sent = []
+            for n, i in enumerate(ids):
                 value = json.dumps({"id": i, "feeder": self.index, "txn": number}).encode()
-                producer.send(self.topic, value=value, key=str(i).encode())
+                sent.append(producer.send(self.topic, value=value, key=str(i).encode(),
+                                          partition=targets[n % len(targets)]))
             producer.flush(timeout=15)
+            for future in sent:  # flush() returns on failed deliveries too: never commit those
+                future.get(timeout=1)
             if abort:
                 producer.abort_transaction()
             else:

@@ -114,8 +114,19 @@ def judge(bootstrap: str, cfg: dict[str, Any], ledger: Ledger, faults: list[dict
     v.row("input records aborted", len(aborted_in))
     v.row("input duplicate ids (harness bug)", sum(n - 1 for n in committed_in.values() if n > 1),
           problem=any(n > 1 for n in committed_in.values()))
-    lied = (ledger.committed - set(committed_in)) | (ledger.aborted & set(committed_in))
-    v.row("feeder outcomes contradicted by input log", len(lied), problem=bool(lied))
+    open_in_ids = {i for pv in src.values() for i in _ids(pv.open)}
+    said_committed = ledger.committed - set(committed_in)
+    said_aborted = ledger.aborted & set(committed_in)
+    v.row("feeder commits not committed in input log",
+          f"{len(said_committed)} ({len(said_committed & aborted_in)} aborted, "
+          f"{len(said_committed & open_in_ids)} open, "
+          f"{len(said_committed - aborted_in - open_in_ids)} absent)",
+          problem=bool(said_committed))
+    v.row("feeder aborts committed in input log", len(said_aborted), problem=bool(said_aborted))
+    for name, ids in (("feeder-committed, not in log", said_committed),
+                      ("feeder-aborted, committed", said_aborted)):
+        if ids:
+            v.notes.append(f"{name} ids: {min(ids)}..{max(ids)} ({len(ids)})")
     v.row("records out (committed output)", sum(out_ids.values()))
     dups = {i: n for i, n in out_ids.items() if n > 1}
     v.row("duplicates", sum(n - 1 for n in dups.values()), problem=bool(dups))

@@ -40,8 +40,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"a small smoke run ({QUICK_RECORDS:,} records, under a minute)")
     parser.add_argument("--records", type=int, default=None,
                         help=f"base data size: the 1-partition source reads N, the 8-partition "
-                             f"source N in all, the sink task writes 2N, Spark writes N "
-                             f"(default {FULL_RECORDS:,})")
+                             f"source N in all, the sink task writes 3N, Spark writes N, the "
+                             f"pipeline moves 4N (default {FULL_RECORDS:,})")
     parser.add_argument("--runs", type=int, default=None,
                         help="timed runs per measure, after one warm-up (default 3; --quick 1)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,

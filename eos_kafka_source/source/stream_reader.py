@@ -134,8 +134,6 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = dict(base)
         elif end != base:
             self._last_trigger = time.monotonic()
-        #: The uncapped latest offsets last seen (lag = latest - end; see reportLatestOffset).
-        self._latest: Offsets = {}
         if start is None:
             self._known_end = end
         return to_spark_offset(end)

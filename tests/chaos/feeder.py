@@ -69,6 +69,7 @@ class Feeder(threading.Thread):
         self.partitions = partitions
         self._stop_event = threading.Event()
         self.producer: KafkaProducer | None = None
+        self.sealer: KafkaProducer | None = None
         self.error: BaseException | None = None
 
     def stop(self) -> None:
@@ -135,24 +136,33 @@ class Feeder(threading.Thread):
 
     def seal(self, partitions: int) -> None:
         """After stop: one last committed transaction touching every partition, on a fresh
-        producer (its InitProducerId aborts anything left open). Called from the main thread."""
+        producer (its InitProducerId aborts anything left open). The producer stays open for
+        :meth:`heal`; :meth:`close` ends it. Called from the main thread."""
         deadline = time.monotonic() + 120
         while True:
             try:
-                producer = self._open()
+                self.sealer = self._open()
                 break
             except Exception:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
-        try:
-            ids = self.ids.take(partitions)
-            producer.begin_transaction()
-            for p, i in zip(range(partitions), ids, strict=True):
-                value = json.dumps({"id": i, "feeder": self.index, "txn": "seal"}).encode()
-                producer.send(self.topic, value=value, key=str(i).encode(), partition=p)
-            producer.flush(timeout=30)
-            producer.commit_transaction()
-            self.ledger.record("committed", ids)
-        finally:
-            producer.close(timeout=5)
+        self.heal(partitions, "seal")
+
+    def heal(self, partitions: int, tag: str = "heal") -> None:
+        """One more committed transaction, one record per partition, on the sealing producer
+        (no re-initialisation): Tansu's stuck LSO moves again when the id writes again."""
+        assert self.sealer is not None
+        ids = self.ids.take(partitions)
+        self.sealer.begin_transaction()
+        for p, i in zip(range(partitions), ids, strict=True):
+            value = json.dumps({"id": i, "feeder": self.index, "txn": tag}).encode()
+            self.sealer.send(self.topic, value=value, key=str(i).encode(), partition=p)
+        self.sealer.flush(timeout=30)
+        self.sealer.commit_transaction()
+        self.ledger.record("committed", ids)
+
+    def close(self) -> None:
+        sealer, self.sealer = self.sealer, None
+        if sealer is not None:
+            sealer.close(timeout=5)

@@ -45,9 +45,9 @@ def profile(cfg: ClientConfig, ranges: list[source.Range], sizes: Sizes, path: P
     try:
         text += _top(f"sink: TaskWriter write + handoff + DriverProtocol.commit, "
                      f"{sizes.sink:,} records", lambda: eos.write(topic, data))
-        few = value_batches(sink.COMMIT_TASK_RECORDS)
         with eos.wire() as wire:
-            handoffs = [eos.task(wire, topic, p, few) for p in range(COMMIT_TASKS)]
+            handoffs = [eos.task(wire, topic, p, sink.task_records(p, sink.OUTPUT_PARTITIONS))
+                        for p in range(COMMIT_TASKS)]
         text += _top(f"driver: DriverProtocol.commit of {COMMIT_TASKS} tasks × "
                      f"{sink.OUTPUT_PARTITIONS} partitions",
                      lambda: eos.commit(handoffs, COMMIT_TASKS, then_prepare=False))

@@ -102,9 +102,12 @@ def markdown(rows: list[Row], env: dict[str, Any], seconds: float,
         "Median of the timed runs (after one warm-up, except Spark in --quick); references are "
         "measured in the same run on the same data, interleaved with the measure. 100-byte "
         "values, no keys, unless a row says otherwise. The broker is the embedded Tansu (in "
-        "memory) on the same machine, so it shares the CPUs.",
+        "memory) on the same machine, so it shares the CPUs; each section starts a fresh "
+        "broker.",
         "",
     ]
+    if env.get("note"):
+        lines += [f"**{env['note']}.**", ""]
     sections = sections or []
     for title, body in sections[:1]:  # the summary comes first
         lines += [f"## {title}", "", *body, ""]

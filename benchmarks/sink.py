@@ -252,7 +252,7 @@ def bench(cfg: ClientConfig, sizes: Sizes) -> list[Row]:
     return rows
 
 
-def _task_records(task: int, spread: int) -> list[pa.RecordBatch]:
+def task_records(task: int, spread: int) -> list[pa.RecordBatch]:
     """A task's few records, over ``spread`` partitions (a ``partition`` column: keyless
     rows would all go to one partition, the sink's sticky partitioning)."""
     batch = value_batches(COMMIT_TASK_RECORDS)[0]
@@ -310,7 +310,7 @@ def _commit_times(tasks: int, spread: int, batches: int) -> list[float]:
         sink = EosSink(cfg, f"commit{tasks}")
         times = []
         try:
-            inputs = [_task_records(p, spread) for p in range(tasks)]
+            inputs = [task_records(p, spread) for p in range(tasks)]
             with sink.wire() as wire:
                 for _ in range(batches):
                     handoffs = [sink.task(wire, topic, p, inputs[p]) for p in range(tasks)]

@@ -15,6 +15,7 @@ caller then uses ``encode_batch`` on Python lists.
 from __future__ import annotations
 
 import struct
+from array import array
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,11 +51,33 @@ def _varint(value: int) -> bytes:
 
 
 def _varints() -> pa.Array:
-    """Base-128 varints of 0..TABLE_SIZE-1 (zigzag is applied before the lookup)."""
+    """Base-128 varints of 0..TABLE_SIZE-1 (zigzag is applied before the lookup).
+
+    Built from byte patterns rather than 65,536 calls to :func:`_varint` (a Python worker
+    builds it once; tests check it against :func:`_varint`).
+    """
     global _table
     if _table is None:
-        _table = pa.array([_varint(i) for i in range(TABLE_SIZE)], pa.binary())
+        _table = _build_varints()
     return _table
+
+
+def _build_varints() -> pa.Array:
+    # 0..127: one byte; 128..16383: two; 16384..65535: three (TABLE_SIZE is 1 << 16).
+    low = bytes(range(0x80, 0x100))  # a continued group's low 7 bits, i = 0..127 mod 128
+    two = bytearray(2 * (16384 - 128))
+    two[0::2] = low * 127
+    two[1::2] = b"".join(bytes((high,)) * 128 for high in range(1, 128))
+    three = bytearray(3 * (TABLE_SIZE - 16384))
+    three[0::3] = low * ((TABLE_SIZE - 16384) // 128)
+    three[1::3] = b"".join(bytes((0x80 | mid,)) * 128 for mid in range(128)) * 3
+    three[2::3] = b"".join(bytes((high,)) * 16384 for high in range(1, 4))
+    offsets = array("i", range(129))
+    offsets.extend(range(130, 128 + 2 * (16384 - 128) + 1, 2))
+    offsets.extend(range(len(two) + 128 + 3, len(two) + 128 + len(three) + 1, 3))
+    data = bytes(range(128)) + two + three
+    return pa.Array.from_buffers(pa.binary(), TABLE_SIZE,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _offset_deltas(n: int) -> pa.Array:

@@ -88,3 +88,10 @@ def test_unpack_keeps_columns_as_arrow_and_all_null_keys_as_keyless() -> None:
     assert rows.keys is None and rows.key_array is None
     keyed = unpack(pa.RecordBatch.from_pydict({"value": [b"x"], "key": ["k"]}))
     assert keyed.keys == [b"k"] and keyed.key_array is not None
+
+
+def test_the_varint_table_is_what_the_encoder_writes() -> None:
+    from eos_kafka_source.records import arrow_encode
+
+    table = arrow_encode._build_varints().to_pylist()
+    assert table == [arrow_encode._varint(i) for i in range(TABLE_SIZE)]

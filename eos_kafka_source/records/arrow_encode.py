@@ -14,26 +14,16 @@ caller then uses ``encode_batch`` on Python lists.
 
 from __future__ import annotations
 
-import struct
 from array import array
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eos_kafka_source.records.header import (
-    ATTRIBUTES_OFFSET,
-    CRC_OFFSET,
-    HEADER,
-    HEADER_SIZE,
-    PREFIX_SIZE,
-    TRANSACTIONAL_MASK,
-    crc32c,
-)
+from eos_kafka_source.records.encode import frame_batch
+from eos_kafka_source.records.header import TRANSACTIONAL_MASK
 
 #: Unsigned values below this have their base-128 varint in the lookup table.
 TABLE_SIZE = 1 << 16
-_CRC = struct.Struct(">I")
-_NO_PARTITION_LEADER_EPOCH = -1
 _table: pa.Array | None = None
 _offset_table: pa.Array | None = None
 _EMPTY = pa.scalar(b"", pa.binary())
@@ -172,38 +162,15 @@ def encode_arrow(
         pc.take(table, body_zz), _ZERO, ts_deltas, offset_deltas, key_lengths, key_data,
         value_lengths, values.fill_null(b"") if values.null_count else values, _ZERO, _EMPTY,
     )
-    return _frame(records, n, first_ts, max_ts, producer_id, producer_epoch, base_sequence,
-                  transactional)
+    return frame_batch(0, TRANSACTIONAL_MASK if transactional else 0, n, first_ts, max_ts,
+                  producer_id, producer_epoch, base_sequence, _section(records, n))
 
 
-def _frame(records: pa.Array, n: int, first_ts: int, max_ts: int, producer_id: int,
-           producer_epoch: int, base_sequence: int, transactional: bool) -> bytes:
-    """The 61-byte header, CRC-32C over attributes..end, then the records section."""
+def _section(records: pa.Array, n: int) -> memoryview:
+    """The concatenated bytes of a binary array's ``n`` values, without a copy."""
     _, offsets, data = records.buffers()
     assert offsets is not None and data is not None
     bounds = memoryview(offsets).cast("i")  # int32 offsets of a binary array
     first, last = bounds[records.offset], bounds[records.offset + n]
-    section = memoryview(data)[first:last]
-    header = bytearray(HEADER_SIZE)
-    HEADER.pack_into(
-        header, 0, 0, HEADER_SIZE + len(section) - PREFIX_SIZE, _NO_PARTITION_LEADER_EPOCH, 2,
-        0, TRANSACTIONAL_MASK if transactional else 0, n - 1, first_ts, max_ts, producer_id,
-        producer_epoch, base_sequence, n,
-    )  # fmt: skip
-    if _CRC_CONTINUES:
-        crc = crc32c(section, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
-    else:  # pragma: no cover - only without the crc32c package
-        crc = crc32c(bytes(header[ATTRIBUTES_OFFSET:]) + bytes(section))
-    _CRC.pack_into(header, CRC_OFFSET, crc)
-    return b"".join((header, section))
+    return memoryview(data)[first:last]
 
-
-def _crc_continues() -> bool:
-    """Whether ``crc32c(data, value)`` continues a CRC (the crc32c package does)."""
-    try:
-        return crc32c(b"b", crc32c(b"a")) == crc32c(b"ab")  # type: ignore[call-arg]
-    except TypeError:  # pragma: no cover - kafka-python's pure fallback takes one argument
-        return False
-
-
-_CRC_CONTINUES = _crc_continues()

@@ -140,7 +140,7 @@ def encode_batch(
     if compression:
         records = compress(compression, records)
         attributes |= compression
-    return _frame(
+    return frame_batch(
         base_offset, attributes, n, first_ts, max_ts,
         producer_id, producer_epoch, base_sequence, records,
     )  # fmt: skip
@@ -163,13 +163,13 @@ def encode_control_batch(
     key = struct.pack(">hh", 0, CONTROL_COMMIT if commit else CONTROL_ABORT)
     value = _CONTROL_VALUE.pack(0, coordinator_epoch)
     records = _encode_records([key], [value], timestamp_ms, None, timestamp_ms)
-    return _frame(
+    return frame_batch(
         base_offset, TRANSACTIONAL_MASK | CONTROL_MASK, 1, timestamp_ms, timestamp_ms,
         producer_id, producer_epoch, -1, records,
     )  # fmt: skip
 
 
-def _frame(
+def frame_batch(
     base_offset: int,
     attributes: int,
     n: int,
@@ -180,15 +180,34 @@ def _frame(
     base_sequence: int,
     records: bytes | bytearray | memoryview,
 ) -> bytes:
-    """Prepend the 61-byte header to a records section and set the CRC."""
-    out = bytearray(HEADER_SIZE + len(records))
+    """Prepend the 61-byte header to a records section and set the CRC-32C.
+
+    The one framing routine of both encoders; ``records`` is any bytes-like section
+    (a memoryview of an Arrow buffer included), copied once, into the result.
+    """
+    header = bytearray(HEADER_SIZE)
     HEADER.pack_into(
-        out, 0, base_offset, len(out) - PREFIX_SIZE, NO_PARTITION_LEADER_EPOCH, 2, 0,
-        attributes, n - 1, first_ts, max_ts, producer_id, producer_epoch, base_sequence, n,
+        header, 0, base_offset, HEADER_SIZE + len(records) - PREFIX_SIZE,
+        NO_PARTITION_LEADER_EPOCH, 2, 0, attributes, n - 1, first_ts, max_ts, producer_id,
+        producer_epoch, base_sequence, n,
     )  # fmt: skip
-    out[HEADER_SIZE:] = records
-    _CRC.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
-    return bytes(out)
+    if _CRC_CONTINUES:
+        crc = crc32c(records, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
+    else:  # pragma: no cover - only without the crc32c package
+        crc = crc32c(bytes(header[ATTRIBUTES_OFFSET:]) + bytes(records))
+    _CRC.pack_into(header, CRC_OFFSET, crc)
+    return b"".join((header, records))
+
+
+def _crc_continues() -> bool:
+    """Whether ``crc32c(data, value)`` continues a CRC (the crc32c package does)."""
+    try:
+        return crc32c(b"b", crc32c(b"a")) == crc32c(b"ab")  # type: ignore[call-arg]
+    except TypeError:  # pragma: no cover - kafka-python's pure fallback takes one argument
+        return False
+
+
+_CRC_CONTINUES = _crc_continues()
 
 
 def _encode_records(

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.broker import EmbeddedBroker
+from tests.brokers import BROKER_KIND, KAFKA_VERSION, ON_TANSU
 
 _counter = itertools.count()
 
@@ -34,14 +36,33 @@ def faults() -> Iterator[Callable[[str], None]]:
     _FAULTS_FILE.write_text("")
 
 
-@pytest.fixture(scope="session")
-def broker() -> Iterator[EmbeddedBroker]:
-    with EmbeddedBroker() as b:
-        yield b
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"eoskafka test broker: {BROKER_KIND} (EOSKAFKA_TEST_BROKER)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect (not skip) the cases written for the other kind of broker."""
+    other = "kafka_only" if ON_TANSU else "tansu_only"
+    keep = [i for i in items if i.get_closest_marker(other) is None]
+    dropped = [i for i in items if i.get_closest_marker(other) is not None]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")
-def bootstrap(broker: EmbeddedBroker) -> str:
+def broker() -> Iterator[EmbeddedBroker | KafkaCluster]:
+    """The session's broker: Tansu, or Apache Kafka (one node), per EOSKAFKA_TEST_BROKER."""
+    if ON_TANSU:
+        with EmbeddedBroker() as b:
+            yield b
+        return
+    with KafkaCluster(nodes=1, version=KAFKA_VERSION) as kafka:
+        yield kafka
+
+
+@pytest.fixture(scope="session")
+def bootstrap(broker: EmbeddedBroker | KafkaCluster) -> str:
     return broker.bootstrap_servers
 
 

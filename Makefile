@@ -30,8 +30,11 @@ test-faults: setup
 lint: setup
 	$(VENV)/bin/ruff check eos_kafka_source pyspark_eoskafka tests benchmarks
 
+## BROKER=kafka runs the demo on Apache Kafka 4.3 (a local JVM process) instead of Tansu,
+## and checks the output with Kafka's own Java read_committed consumer too.
+BROKER ?= tansu
 demo: setup
-	$(PY) -m eos_kafka_source.demo
+	$(PY) -m eos_kafka_source.demo --broker $(BROKER)
 
 ## The same demo against real Apache Kafka in Docker (needs a running Docker engine).
 demo-docker:

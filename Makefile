@@ -46,10 +46,12 @@ bench: setup
 ## Exactly-once under faults on a Spark standalone cluster + durable broker (tests/chaos).
 ## `make chaos` is the short round (one fault of each kind + 2, a few minutes);
 ## `make chaos SOAK=30` injects 30 faults. CHAOS_SEED=N replays a schedule.
+## BROKER=kafka: a 3-node Apache Kafka with its own fault kinds (coordinator and leader
+## kills, a rolling restart, a driver down past the transaction timeout).
 SOAK ?= short
 CHAOS_SEED ?=
 chaos: setup
-	SOAK=$(SOAK) $(PY) -m tests.chaos $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
+	SOAK=$(SOAK) $(PY) -m tests.chaos --broker $(BROKER) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
 
 ## Smoke run on the oldest supported Spark (4.0) in its own venv.
 SPARK40 := .venv-spark40

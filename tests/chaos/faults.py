@@ -56,11 +56,18 @@ class FaultLog:
     started: float = field(default_factory=time.monotonic)
     records: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, kind: str, detail: str) -> None:
+    def add(self, kind: str, detail: str, aimed: str | None = None,
+            landed: bool | None = None) -> None:
+        """``aimed``: the moment (fault point) the fault was aimed at, None for a fault meant
+        for a random moment; ``landed``: whether it hit that moment (False: fell back to a
+        random one). Both are counted in the verdict."""
         now = time.time()
         stamp = time.strftime("%H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1000):03d}"
         record = {"n": len(self.records) + 1, "kind": kind, "detail": detail, "time": stamp,
-                  "elapsed_s": round(time.monotonic() - self.started, 1)}
+                  "elapsed_s": round(time.monotonic() - self.started, 1),
+                  "aimed": aimed, "landed": landed}
+        if aimed is not None and not landed:
+            detail += f" [aimed at {aimed}: FELL BACK]"
         self.records.append(record)
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")

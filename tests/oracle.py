@@ -233,11 +233,13 @@ def tansu_stuck_lso(pv: PartitionView) -> str | None:
             f"high watermark {pv.high_watermark}")
 
 
-def lso_lag(view: dict[int, PartitionView], topic: str = "") -> tuple[list[str], list[str]]:
+def lso_lag(view: dict[int, PartitionView], topic: str = "",
+            broker: str | None = None) -> tuple[list[str], list[str]]:
     """Partitions with no open transaction but LSO != high watermark, split into
-    (pinned Tansu quirk, anything else). On a broker other than Tansu, all are "else"."""
+    (pinned Tansu quirk, anything else). On a broker other than Tansu (``broker``, by
+    default :func:`broker_kind`), all are "else"."""
     quirk, other = [], []
-    tansu = broker_kind() == "tansu"
+    tansu = (broker or broker_kind()) == "tansu"
     name = f"{topic}-" if topic else "partition "
     for partition, pv in sorted(view.items()):
         if pv.open_producers or pv.last_stable == pv.high_watermark:

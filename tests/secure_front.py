@@ -145,6 +145,8 @@ class SecureFront:
                 _close(sock)
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+            if self._thread.is_alive():
+                raise RuntimeError("secure front: the accept thread did not stop within 5 s")
 
     def reset(self) -> None:
         with self._lock:

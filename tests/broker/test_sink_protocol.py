@@ -7,7 +7,9 @@ output with the independent oracle.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -72,6 +74,28 @@ def _await(path: Path, timeout_s: float = 30) -> None:
     while not path.exists():
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.01)
+
+
+class _Background:
+    """``call`` in a thread; :meth:`outcome` joins it, fails the test if it is still running,
+    and returns the exception it raised (None if it returned)."""
+
+    def __init__(self, call: Callable[[], object]) -> None:
+        self.error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                call()
+            except BaseException as exc:  # noqa: BLE001 - handed to the test by outcome()
+                self.error = exc
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def outcome(self, timeout_s: float = 60) -> BaseException | None:
+        self.thread.join(timeout_s)
+        assert not self.thread.is_alive(), f"the background call did not end in {timeout_s}s"
+        return self.error
 
 
 def _vals(tag: str, n: int = 30) -> list[bytes]:
@@ -182,25 +206,14 @@ def test_invariant4_partial_loss_names_what_was_lost(sink: Harness, faults, tmp_
     stale = sink.task(1, _vals("lost"))
     gate = tmp_path / "gate"
     faults(f"commit.after_decision=block:{gate}")
-    errors: list[BaseException] = []
-
-    def commit() -> None:
-        try:
-            sink.driver.commit(0, [good, stale], tasks=2)
-        except BaseException as exc:  # noqa: BLE001 - inspected below
-            errors.append(exc)
-
-    import threading
-
-    committing = threading.Thread(target=commit)
-    committing.start()
+    committing = _Background(lambda: sink.driver.commit(0, [good, stale], tasks=2))
     _await(gate.with_suffix(".started"))
     sink.task(1, _vals("zombie-fencer"))  # the fence lands between decision and EndTxn
     faults("")
     gate.with_suffix(".release").touch()
-    committing.join(60)
-    assert len(errors) == 1 and isinstance(errors[0], TransactionLostError)
-    message = str(errors[0])
+    error = committing.outcome()
+    assert isinstance(error, TransactionLostError), error
+    message = str(error)
     assert "LOST" in message and sink.ids.for_task(1) in message and "30 records" in message
     sink.driver.abort(0, [good, stale], tasks=2)
     assert sink.committed() == Counter(_vals("good"))
@@ -219,24 +232,13 @@ def test_invariant4_replay_rewrites_a_transaction_lost_mid_commit(
     first = [sink.task(p, _vals(f"b0t{p}")) for p in range(3)]
     gate = tmp_path / "gate"
     faults(f"commit.after_decision=block:{gate}")
-    errors: list[BaseException] = []
-
-    def commit() -> None:
-        try:
-            sink.driver.commit(0, first, tasks=3)
-        except BaseException as exc:  # noqa: BLE001 - inspected below
-            errors.append(exc)
-
-    import threading
-
-    committing = threading.Thread(target=commit)
-    committing.start()
+    committing = _Background(lambda: sink.driver.commit(0, first, tasks=3))
     _await(gate.with_suffix(".started"))
     sink.task(1, _vals("zombie"))  # the zombie fences task 1's decided transaction
     faults("")
     gate.with_suffix(".release").touch()
-    committing.join(60)
-    assert len(errors) == 1 and "LOST unless the replay" in str(errors[0])
+    error = committing.outcome()
+    assert isinstance(error, TransactionLostError) and "LOST unless the replay" in str(error)
     sink.driver.abort(0, first, tasks=3)  # Spark, after commit() raised
     sink.driver.prepare(new_run=True)  # the restarted query
     replay = [sink.task(p, _vals(f"b0t{p}")) for p in range(3)]
@@ -256,16 +258,12 @@ def test_invariant4_replay_with_other_rows_does_not_replace_a_lost_transaction(
     first = [sink.task(p, _vals(f"b0t{p}")) for p in range(2)]
     gate = tmp_path / "gate"
     faults(f"commit.after_decision=block:{gate}")
-    import threading
-
-    committing = threading.Thread(target=lambda: pytest.raises(
-        TransactionLostError, sink.driver.commit, 0, first, tasks=2))
-    committing.start()
+    committing = _Background(lambda: sink.driver.commit(0, first, tasks=2))
     _await(gate.with_suffix(".started"))
     sink.task(1, _vals("zombie"))
     faults("")
     gate.with_suffix(".release").touch()
-    committing.join(60)
+    assert isinstance(committing.outcome(), TransactionLostError)
     sink.driver.abort(0, first, tasks=2)
     sink.driver.prepare(new_run=True)
     other = [sink.task(0, _vals("b0t0")), sink.task(1, _vals("other", 29))]  # not the same rows

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kafka.errors import KafkaError
+from kafka.errors import KafkaConnectionError, KafkaError
 from kafka.record import MemoryRecords
 
 from eos_kafka_source import wire as kwire
@@ -130,7 +130,7 @@ def test_fetch_bounds_lso_stops_at_open_transaction(
 
 
 @on_tansu_xfail("Tansu 0.6.0 drops the connection on DeleteRecords, so the log start "
-                "cannot be moved on the embedded broker")
+                "cannot be moved on the embedded broker", raises=KafkaConnectionError)
 def test_fetch_bounds_log_start_after_delete_records(
     wire: kwire.KafkaWire, bootstrap: str, unique: str
 ) -> None:

@@ -73,6 +73,28 @@ def committed_view(bootstrap: str, topic: str) -> dict[int, PartitionView]:
         }
 
 
+def await_markers(bootstrap: str, topic: str, timeout_s: float = 30.0) -> None:
+    """Wait until no partition of ``topic`` has a transaction without its marker (LSO == high
+    watermark), or ``timeout_s``: the assertions that follow judge what is left.
+
+    On Kafka an EndTxn returns once the coordinator logged its decision; it writes the
+    COMMIT/ABORT markers to the partitions afterwards, so a view read at once can find a
+    committed transaction still without its markers (Tansu writes them before answering).
+    """
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    with wire_for(bootstrap) as w:
+        while True:
+            info = kwire.require_topics(w, [topic])[topic]
+            bounds = kwire.fetch_bounds(w, {(topic, p): n for p, n in info.leaders.items()})
+            if all(b.last_stable >= b.high_watermark for b in bounds.values()):
+                return
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+
+
 def _resolve(
     w: kwire.KafkaWire, leader: int, tp: tuple[str, int], b: kwire.Bounds
 ) -> PartitionView:

@@ -238,7 +238,7 @@ def create_partitions(wire: KafkaWire, name: str, total: int) -> None:
     _wait_partitions(wire, name, total)
 
 
-def _wait_partitions(wire: KafkaWire, name: str, partitions: int, timeout_s: float = 10) -> None:
+def _wait_partitions(wire: KafkaWire, name: str, partitions: int, timeout_s: float = 30) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         info = fetch_metadata(wire, [name]).get(name)

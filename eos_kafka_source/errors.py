@@ -45,6 +45,12 @@ class AuthenticationError(BrokerUnreachableError):
     condition = "EOSKAFKA_AUTHENTICATION_FAILED"
 
 
+class InvalidTimestampError(SchemaError):
+    """The broker refused a record's timestamp (too far in the future or the past)."""
+
+    condition = "EOSKAFKA_INVALID_TIMESTAMP"
+
+
 class ConnectionDroppedError(EosKafkaError):
     """The broker closed the connection instead of answering a request."""
 
@@ -141,6 +147,7 @@ for _code, _name, _retriable in [
     (29, "TOPIC_AUTHORIZATION_FAILED", False),
     (30, "GROUP_AUTHORIZATION_FAILED", False),
     (31, "CLUSTER_AUTHORIZATION_FAILED", False),
+    (32, "INVALID_TIMESTAMP", False),
     (35, "UNSUPPORTED_VERSION", False),
     (36, "TOPIC_ALREADY_EXISTS", False),
     (37, "INVALID_PARTITIONS", False),

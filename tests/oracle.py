@@ -101,6 +101,28 @@ def _raw_bounds(w: kwire.KafkaWire, leader: int, tp: tuple[str, int]) -> kwire.B
     return b
 
 
+def await_markers(bootstrap: str, topic: str, timeout_s: float = 30.0) -> None:
+    """Wait until no partition of ``topic`` has a transaction without its marker (LSO == high
+    watermark), or ``timeout_s``: the assertions that follow judge what is left.
+
+    On Kafka an EndTxn returns once the coordinator logged its decision; it writes the
+    COMMIT/ABORT markers to the partitions afterwards, so a view read at once can find a
+    committed transaction still without its markers (Tansu writes them before answering).
+    """
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    with wire_for(bootstrap) as w:
+        while True:
+            info = kwire.require_topics(w, [topic])[topic]
+            bounds = kwire.fetch_bounds(w, {(topic, p): n for p, n in info.leaders.items()})
+            if all(b.last_stable >= b.high_watermark for b in bounds.values()):
+                return
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+
+
 def _resolve(
     w: kwire.KafkaWire, leader: int, tp: tuple[str, int], b: kwire.Bounds
 ) -> PartitionView:
@@ -261,6 +283,21 @@ def _around(pv: PartitionView) -> str:
                      for t in near[:6]) or "none"
 
 
+def _settled_view(bootstrap: str, topic: str, timeout_s: float = 30.0) -> dict[int, PartitionView]:
+    """The view once every marker has landed (Kafka writes them after answering EndTxn), or
+    as it is at the deadline; Tansu writes them before answering, so there: at once."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        view = committed_view(bootstrap, topic)
+        settled = all(not pv.open_producers and pv.last_stable == pv.high_watermark
+                      for pv in view.values())
+        if settled or broker_kind() == "tansu" or time.monotonic() > deadline:
+            return view
+        time.sleep(0.1)
+
+
 def assert_no_open_transactions(bootstrap: str, topic: str) -> None:
     """Every partition: no producer with records but no marker, and LSO == high watermark.
 
@@ -269,7 +306,7 @@ def assert_no_open_transactions(bootstrap: str, topic: str) -> None:
     xfail with :data:`TANSU_STUCK_LSO` (if every lagging partition is in it); call this
     last in a test.
     """
-    view = committed_view(bootstrap, topic)
+    view = _settled_view(bootstrap, topic)
     open_problems = []
     for partition, pv in sorted(view.items()):
         if pv.open_producers:

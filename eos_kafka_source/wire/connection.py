@@ -57,6 +57,7 @@ VERSION_CAPS: dict[str, int] = {
     "OffsetCommitRequest": 7,
     "OffsetFetchRequest": 7,  # v8+ batches groups; one group is all we need
     "DeleteRecordsRequest": 2,
+    "DescribeConfigsRequest": 4,
 }
 
 #: Texts of TLS handshake failures that retrying cannot fix.
@@ -172,6 +173,17 @@ class KafkaWire:
                 client.close()
             except Exception:  # closing a broken client must not mask the real error
                 log.debug("error closing Kafka client", exc_info=True)
+
+    def drop_connection(self, node: int) -> None:
+        """Close the connection to ``node`` (its unanswered requests fail); the next send
+        reconnects. After a request timed out, as the Java client does: a late answer on
+        that connection must not be taken for the answer to a re-sent request."""
+        if self._client is None:
+            return
+        try:
+            self._client.close(node)
+        except Exception:  # a broken connection must not mask the caller's error
+            log.debug("error closing the connection to node %s", node, exc_info=True)
 
     def __enter__(self) -> KafkaWire:
         return self

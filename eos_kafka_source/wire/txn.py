@@ -21,6 +21,7 @@ from kafka.protocol.producer import (
 from ..errors import ConnectionDroppedError, KafkaProtocolError, for_code
 from .cluster import TopicPartition
 from .connection import KafkaWire
+from .retry import LOST_NODE, Deadline, retriable, with_coordinator, with_coordinators
 
 TXN_PROTOCOL = 1
 _INVALID_TRANSACTION_TIMEOUT = 50
@@ -37,89 +38,107 @@ class ProducerIdentity:
 
 def init_producer_ids(
     wire: KafkaWire,
-    coordinator: int,
+    coordinator: int | Mapping[str, int] | None,
     transactional_ids: Sequence[str],
     timeout_ms: int,
     *,
-    deadline_s: float = 30.0,
+    deadline_s: Deadline | float = 30.0,
 ) -> dict[str, ProducerIdentity]:
-    """InitProducerId for many ids at once (pipelined); retries CONCURRENT_TRANSACTIONS.
+    """InitProducerId for many ids at once (pipelined), each at its coordinator.
 
     On a transactional id this bumps the epoch, aborts whatever transaction the
-    id held open and fences every older producer using it.
+    id held open and fences every older producer using it. ``coordinator`` is where to
+    send first (one node for all ids, a node per id, or None to look them up); an id whose
+    coordinator moved (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, a dropped connection)
+    is looked up again, CONCURRENT_TRANSACTIONS is re-sent, until ``deadline_s``.
     """
     version = wire.version(InitProducerIdRequest)
+    ids = list(transactional_ids)
+    if coordinator is None or isinstance(coordinator, Mapping):
+        known = dict(coordinator or {})
+    else:
+        known = dict.fromkeys(ids, coordinator)
+
+    def send(calls: Sequence[tuple[str, int]]) -> list[ProducerIdentity | BaseException]:
+        requests = [(node, InitProducerIdRequest[version](
+            transactional_id=tid, transaction_timeout_ms=timeout_ms,
+            producer_id=-1, producer_epoch=-1)) for tid, node in calls]
+        responses = wire.request_many(requests, f"InitProducerId ({len(calls)} ids)")
+        return [_identity(tid, resp, timeout_ms)
+                for (tid, _), resp in zip(calls, responses, strict=True)]
+
+    results, _ = with_coordinators(wire, ids, send, deadline=deadline_s, nodes=known)
     out: dict[str, ProducerIdentity] = {}
-    pending = list(transactional_ids)
-    deadline = time.monotonic() + deadline_s
-    while pending:
-        requests = [
-            (coordinator, InitProducerIdRequest[version](
-                transactional_id=tid, transaction_timeout_ms=timeout_ms,
-                producer_id=-1, producer_epoch=-1))
-            for tid in pending
-        ]
-        responses = wire.request_many(requests, f"InitProducerId ({len(pending)} ids)")
-        retry = []
-        for tid, resp in zip(pending, responses, strict=True):
-            if resp.error_code == 0:
-                out[tid] = ProducerIdentity(resp.producer_id, resp.producer_epoch)
-                continue
-            err = for_code(resp.error_code)
-            if err.retriable and time.monotonic() < deadline:
-                retry.append(tid)
-            elif resp.error_code == _INVALID_TRANSACTION_TIMEOUT:
-                raise err(
-                    f"InitProducerId for {tid!r}: kafka.transaction.timeout.ms={timeout_ms} is "
-                    "more than the broker allows (transaction.max.timeout.ms, 15 minutes by "
-                    "default); lower the option or raise the broker setting"
-                )
-            else:
-                raise err(f"InitProducerId for transactional id {tid!r}")
-        if retry:
-            time.sleep(_RETRY_CODES_BACKOFF_S)
-        pending = retry
+    for tid in ids:
+        result = results[tid]
+        if isinstance(result, BaseException):
+            raise result
+        out[tid] = result
     return out
 
 
-def init_idempotent(wire: KafkaWire) -> ProducerIdentity:
-    """A producer id with no transactional id (the at-least-once path)."""
+def _identity(tid: str, resp: object, timeout_ms: int) -> ProducerIdentity | BaseException:
+    code = resp.error_code  # type: ignore[attr-defined]
+    if code == 0:
+        return ProducerIdentity(resp.producer_id, resp.producer_epoch)  # type: ignore[attr-defined]
+    if code == _INVALID_TRANSACTION_TIMEOUT:
+        return for_code(code)(
+            f"InitProducerId for {tid!r}: kafka.transaction.timeout.ms={timeout_ms} is "
+            "more than the broker allows (transaction.max.timeout.ms, 15 minutes by "
+            "default); lower the option or raise the broker setting"
+        )
+    return for_code(code)(f"InitProducerId for transactional id {tid!r}")
+
+
+def init_idempotent(wire: KafkaWire, *, deadline_s: float = 30.0) -> ProducerIdentity:
+    """A producer id with no transactional id (the at-least-once path); any broker hands one
+    out, so a lost broker or a retriable code is retried on another."""
     version = wire.version(InitProducerIdRequest)
-    resp = wire.request(
-        wire.any_node(),
-        InitProducerIdRequest[version](
-            transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
-        ),
-        "InitProducerId (idempotent)",
+    deadline = Deadline(deadline_s)
+    request = InitProducerIdRequest[version](
+        transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
     )
-    if resp.error_code:
-        raise for_code(resp.error_code)("InitProducerId (idempotent)")
-    return ProducerIdentity(resp.producer_id, resp.producer_epoch)
+    attempt = 0
+    while True:
+        try:
+            resp = wire.request(wire.any_node(), request, "InitProducerId (idempotent)")
+            if not resp.error_code:
+                return ProducerIdentity(resp.producer_id, resp.producer_epoch)
+            error: BaseException = for_code(resp.error_code)("InitProducerId (idempotent)")
+        except LOST_NODE as exc:
+            error = exc
+        if not retriable(error) or deadline.expired:
+            raise error
+        deadline.backoff(attempt)
+        attempt += 1
 
 
 def add_partitions_to_txn(
     wire: KafkaWire,
-    coordinator: int,
+    coordinator: int | None,
     transactional_id: str,
     producer: ProducerIdentity,
     partitions: Sequence[TopicPartition],
     *,
-    deadline_s: float = 30.0,
-) -> None:
-    """Register partitions with the open transaction before producing to them."""
+    deadline_s: Deadline | float = 30.0,
+) -> int:
+    """Register partitions with the open transaction before producing to them.
+
+    Follows the coordinator when it moves (the transaction's state moves with it) and
+    re-sends on CONCURRENT_TRANSACTIONS, until ``deadline_s``. Returns the coordinator
+    that answered, for the next call.
+    """
     version = wire.version(AddPartitionsToTxnRequest)
-    deadline = time.monotonic() + deadline_s
-    while True:
-        request = _add_partitions_request(version, transactional_id, producer, partitions)
-        resp = wire.request(coordinator, request, f"AddPartitionsToTxn {transactional_id}")
+    request = _add_partitions_request(version, transactional_id, producer, partitions)
+
+    def send(node: int) -> None:
+        resp = wire.request(node, request, f"AddPartitionsToTxn {transactional_id}")
         code = _add_partitions_error(resp)
-        if not code:
-            return
-        err = for_code(code)
-        if err.retriable and time.monotonic() < deadline:
-            time.sleep(_RETRY_CODES_BACKOFF_S)
-            continue
-        raise err(f"AddPartitionsToTxn {transactional_id} {sorted(partitions)}")
+        if code:
+            raise for_code(code)(f"AddPartitionsToTxn {transactional_id} {sorted(partitions)}")
+
+    return with_coordinator(wire, transactional_id, send, deadline=deadline_s,
+                            node=coordinator)[1]
 
 
 def _add_partitions_request(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from eos_kafka_source.apache_kafka import KafkaCluster
+from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools
 from eos_kafka_source.broker import EmbeddedBroker
 from tests.brokers import BROKER_KIND, KAFKA_VERSION, ON_TANSU
 
@@ -59,6 +59,19 @@ def broker() -> Iterator[EmbeddedBroker | KafkaCluster]:
         return
     with KafkaCluster(nodes=1, version=KAFKA_VERSION) as kafka:
         yield kafka
+        _assert_nothing_left_open(kafka)
+
+
+def _assert_nothing_left_open(kafka: KafkaCluster) -> None:
+    """After the session, Kafka's own transactions tool finds nothing open and nothing hanging
+    (reported as an error in the teardown of the session's last test)."""
+    tools = KafkaTools(kafka.bootstrap_servers)
+    still_open = tools.open_transactions()
+    hanging = tools.hanging_transactions(broker_id=1)
+    assert not still_open and not hanging, (
+        f"transactions left behind by the test session: open {still_open[:10]}, "
+        f"hanging {hanging[:10]}"
+    )
 
 
 @pytest.fixture(scope="session")

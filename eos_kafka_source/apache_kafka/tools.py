@@ -21,6 +21,18 @@ CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
 CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
+#: The tools log to stderr (their stdout is parsed), warnings and above only.
+_LOG4J2 = """\
+status = warn
+appender.err.type = Console
+appender.err.name = ERR
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = %d %p %m%n
+rootLogger.level = WARN
+rootLogger.appenderRef.err.ref = ERR
+"""
+
 #: Transaction states Kafka's tool reports for a transaction that has not ended.
 OPEN_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 
@@ -49,8 +61,7 @@ class KafkaTools:
                 flag = "--consumer.config" if main == CONSOLE_CONSUMER else "--command-config"
                 extra = [flag, str(props)]
             done = subprocess.run(
-                [require_java(), "-Xmx512m", "-Dlog4j2.level=WARN",
-                 "-cp", classpath(DEFAULT_VERSION), main,
+                [*_jvm(tmp), main,
                  "--bootstrap-server", self.bootstrap, *extra, *args],
                 capture_output=True, timeout=timeout_s,
             )
@@ -61,21 +72,23 @@ class KafkaTools:
             )
         return done.stdout.decode(errors="replace")
 
-    def consume(self, topic: str, *, read_committed: bool = True,
-                idle_timeout_ms: int = 4000) -> list[ConsumedRecord]:
-        """Every record of ``topic`` as the Java consumer sees it, from the beginning, until it
-        has been idle ``idle_timeout_ms``; sorted by partition and offset."""
+    def consume(self, topic: str, *, read_committed: bool = True, idle_timeout_ms: int = 4000,
+                max_messages: int | None = None) -> list[ConsumedRecord]:
+        """Records of ``topic`` as the Java consumer sees them, from the beginning, until it
+        has been idle ``idle_timeout_ms`` (or has ``max_messages``); by partition and offset."""
         with tempfile.TemporaryDirectory(prefix="eoskafka-consume-") as tmp:
             out = Path(tmp) / "out"
-            cmd = [require_java(), "-Xmx512m", "-cp", classpath(DEFAULT_VERSION),
-                   CONSOLE_CONSUMER, "--bootstrap-server", self.bootstrap, "--topic", topic,
+            cmd = [*_jvm(tmp), CONSOLE_CONSUMER, "--bootstrap-server", self.bootstrap,
+                   "--topic", topic,
                    "--from-beginning", "--timeout-ms", str(idle_timeout_ms),
-                   "--consumer-property",
+                   "--command-property",
                    f"isolation.level={'read_committed' if read_committed else 'read_uncommitted'}",
                    "--formatter-property", "print.partition=true",
                    "--formatter-property", "print.offset=true",
                    "--formatter-property", "print.value=true",
                    "--formatter-property", "line.separator=\x1e\n"]
+            if max_messages is not None:
+                cmd += ["--max-messages", str(max_messages)]
             if self.client_config:
                 props = Path(tmp) / "client.properties"
                 props.write_text("".join(f"{k}={v}\n" for k, v in self.client_config.items()))
@@ -94,13 +107,8 @@ class KafkaTools:
         return _table(self.run(TRANSACTIONS, "list"))
 
     def open_transactions(self) -> list[dict[str, str]]:
-        """Transactions whose state says they have not ended, with their describe output."""
-        rows = []
-        for row in self.transactions():
-            tid = row.get("TransactionalId", "")
-            described = _table(self.run(TRANSACTIONS, "describe", "--transactional-id", tid))
-            rows.extend(d for d in described if d.get("TransactionState") in OPEN_STATES)
-        return rows
+        """Transactions whose state (``kafka-transactions list``) says they have not ended."""
+        return [row for row in self.transactions() if row.get("TransactionState") in OPEN_STATES]
 
     def hanging_transactions(self, broker_id: int) -> list[dict[str, str]]:
         """``kafka-transactions find-hanging --broker-id``: transactions open past the maximum
@@ -110,6 +118,13 @@ class KafkaTools:
     def describe_group(self, group: str) -> list[dict[str, str]]:
         """``kafka-consumer-groups --describe --group``: one row per partition (with LAG)."""
         return _table(self.run(CONSUMER_GROUPS, "--describe", "--group", group))
+
+
+def _jvm(tmp: str) -> list[str]:
+    log_config = Path(tmp) / "log4j2.properties"
+    log_config.write_text(_LOG4J2)
+    return [require_java(), "-Xmx512m", f"-Dlog4j2.configurationFile={log_config}",
+            "-cp", classpath(DEFAULT_VERSION)]
 
 
 def parse_console_output(raw: bytes) -> list[ConsumedRecord]:

@@ -18,6 +18,7 @@ from eos_kafka_source.errors import (
     KafkaProtocolError,
     TransactionLostError,
 )
+from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, committed_view
 from tests.sink_harness import Harness, await_path, vals
@@ -39,6 +40,7 @@ def test_commit_makes_every_task_visible_once(sink: Harness) -> None:
     assert sink.committed(settle=False) == Counter()  # open until the driver commits
     sink.driver.commit(0, handoffs, tasks=3)
     assert sink.committed() == Counter(_vals("b0t0") + _vals("b0t1") + _vals("b0t2"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -65,6 +67,7 @@ def test_invariant2_restart_rolls_decided_batch_forward_before_tasks(sink: Harne
     sink.driver.prepare(new_run=True)  # the restarted driver, before any task starts
     assert sink.committed() == Counter(_vals("t0") + _vals("t1"))
     assert sink.log.get(0).done
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -73,6 +76,7 @@ def test_invariant3_replayed_batch_id_aborts_new_work(sink: Harness) -> None:
     replay = [sink.task(0, _vals("replay"))]
     sink.driver.commit(0, replay, tasks=1)
     assert sink.committed() == Counter(_vals("first"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -83,6 +87,7 @@ def test_invariant3_commit_twice_abort_after_commit_abort_with_none(sink: Harnes
     sink.driver.abort(0, handoffs, tasks=2)
     sink.driver.abort(1, [], tasks=2)  # abort([None, None]) of a stopped batch
     assert sink.committed() == Counter(_vals("t0") + _vals("t1"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -95,6 +100,7 @@ def test_invariant4_fenced_handoff_fails_loudly_and_batch_can_replay(sink: Harne
     assert sink.log.get(0) is None  # nothing committed: the decision is withdrawn
     sink.driver.abort(0, [stale], tasks=1)
     assert sink.committed() == Counter()
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -115,6 +121,7 @@ def test_invariant4_handoff_fenced_before_commit_fails_the_batch_whole(sink: Har
     sink.driver.prepare(new_run=True)  # the restarted query replays the batch
     sink.driver.commit(0, [sink.task(p, _vals(f"replay{p}")) for p in range(2)], tasks=2)
     assert sink.committed() == Counter(_vals("replay0") + _vals("replay1"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -146,6 +153,7 @@ def test_invariant4_partial_loss_names_what_was_lost(sink: Harness, faults, tmp_
     assert "LOST" in message and sink.ids.for_task(1) in message and "30 records" in message
     sink.driver.abort(0, [good, stale], tasks=2)
     assert sink.committed() == Counter(_vals("good"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -187,6 +195,7 @@ def test_invariant4_replay_rewrites_a_transaction_lost_mid_commit(
     assert decision is not None and not decision.lost_handoffs and decision.recovery is None
     sink.driver.commit(0, [sink.task(p, _vals(f"b0t{p}")) for p in range(3)], tasks=3)
     assert sink.committed() == Counter(_vals("b0t0") + _vals("b0t1") + _vals("b0t2"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -211,6 +220,7 @@ def test_invariant4_replay_with_other_rows_does_not_replace_a_lost_transaction(
     other = [sink.task(0, _vals("b0t0")), sink.task(1, _vals("other", 29))]  # not the same rows
     sink.driver.commit(0, other, tasks=2)
     assert sink.committed() == Counter(_vals("b0t0"))  # task 1 stays lost, nothing doubled
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -227,6 +237,7 @@ def test_invariant5_zombie_keeps_writing_after_being_fenced(sink: Harness) -> No
         assert err.value.code in (47, 90)  # INVALID_PRODUCER_EPOCH / PRODUCER_FENCED
         sink.driver.commit(0, [winner.handoff()], tasks=1)
     assert sink.committed() == Counter(_vals("winner"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -238,6 +249,7 @@ def test_invariant5_lingering_transactions_fenced_at_query_start(sink: Harness,
     assert sum(len(pv.open) for pv in committed_view(bootstrap, sink.topic).values()) == 90
     sink.driver.prepare(new_run=True)
     assert sink.committed() == Counter(_vals("ok0") + _vals("ok1") + _vals("ok2"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -250,6 +262,7 @@ def test_invariant5_ids_beyond_recorded_pool_found_by_probing(sink: Harness) -> 
     sink.task(4, _vals("wide"))
     sink.driver.prepare(new_run=True)
     assert sink.committed() == Counter(_vals("ok"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -275,6 +288,7 @@ def test_invariant5_pool_does_not_grow_with_restarts(sink: Harness) -> None:
     sink.driver.prepare(new_run=True)
     assert sink.log.pool().size == 5
     assert len(sink.committed()) == 30
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -301,4 +315,5 @@ def test_batch_write_without_decision_log(bootstrap: str, unique: str) -> None:
     h = Harness(bootstrap, unique, unique, None)
     h.driver.commit(None, [h.task(p, _vals(f"t{p}")) for p in range(2)], tasks=2)
     assert h.committed() == Counter(_vals("t0") + _vals("t1"))
+    assert_java_agrees(bootstrap, unique)
     assert_no_open_transactions(bootstrap, unique)

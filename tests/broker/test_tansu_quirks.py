@@ -1,14 +1,14 @@
 """What Tansu 0.6.0 does differently from Kafka, pinned as strict expected failures.
 
-Each test asserts Kafka's behaviour. If a Tansu upgrade fixes a quirk the test
-starts passing, strict xfail turns that into a failure, and the workaround
-(and the xfail in tests/oracle.py) can go.
+Each test asserts Kafka's behaviour: it passes on Apache Kafka and is a strict
+xfail on Tansu. If a Tansu upgrade fixes a quirk the test starts passing there,
+strict xfail turns that into a failure, and the workaround (and the xfail in
+tests/oracle.py) can go.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
 from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.sink.task_writer import TaskWriter
@@ -20,6 +20,7 @@ from eos_kafka_source.wire import (
     fetch_metadata,
     find_coordinator,
 )
+from tests.brokers import on_tansu_xfail
 from tests.kafka_helpers import create_topic
 from tests.oracle import TANSU_STUCK_LSO
 
@@ -43,7 +44,7 @@ def _end(wire: KafkaWire, writer: TaskWriter, commit: bool) -> None:
     wire.close()
 
 
-@pytest.mark.xfail(strict=True, reason=TANSU_STUCK_LSO)
+@on_tansu_xfail(TANSU_STUCK_LSO)
 def test_lso_reaches_high_watermark_when_reinitialised_id_overlaps(bootstrap, unique) -> None:
     create_topic(bootstrap, unique)
     cfg = ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap})

@@ -87,6 +87,16 @@ class TransactionLostError(EosKafkaError):
     condition = "EOSKAFKA_TRANSACTION_LOST"
 
 
+class TransactionOutcomeUnknownError(EosKafkaError):
+    """EndTxn's outcome is not known (coordinator moved or unreachable): not a failure.
+
+    The decision stays recorded and undone; the batch fails and the restarted driver
+    rolls it forward (DESIGN.md section 1, "EndTxn outcome can be unknown").
+    """
+
+    condition = "EOSKAFKA_TRANSACTION_OUTCOME_UNKNOWN"
+
+
 class IdPrefixClashError(EosKafkaError):
     """Two queries would share one transactional-id prefix."""
 

@@ -8,8 +8,10 @@ workers see changes) is set. A spec is a comma-separated list of
 - ``/task`` limits the entry to task partition ``task``;
 - ``@flag`` makes it fire once: the flag file is created when it fires and the
   entry is skipped while the file exists (works across processes);
-- actions: ``raise`` (InjectedFault), ``kill`` (SIGKILL this process: a dead
-  Python worker), ``killgroup`` (SIGKILL the process group: a dead driver),
+- actions: ``raise`` (InjectedFault), ``drop`` (ConnectionDroppedError: the
+  connection lost here, e.g. before a broker's answer was read), ``kill``
+  (SIGKILL this process: a dead Python worker), ``killgroup`` (SIGKILL the
+  process group: a dead driver),
   ``block:<path>`` (write this process id to ``<path>.started``, wait for
   ``<path>.release``; after ``EOSKAFKA_TEST_FAULTS_BLOCK_S`` seconds, 300 by
   default, write ``<path>.expired`` and raise InjectedFault: a test that never
@@ -96,6 +98,10 @@ def _java_ancestor() -> int | None:
 def _act(action: str, name: str) -> None:
     if action == "raise":
         raise InjectedFault(f"injected fault at {name}")
+    if action == "drop":
+        from .errors import ConnectionDroppedError
+
+        raise ConnectionDroppedError(f"injected: connection lost at {name}")
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     if action == "killgroup":

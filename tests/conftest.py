@@ -15,6 +15,7 @@ import pytest
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.broker import EmbeddedBroker
 from tests.brokers import BROKER_KIND, KAFKA_VERSION, ON_TANSU
+from tests.kafka_security import SecureKafka, listener_specs, make_certificates, scram_users
 
 _counter = itertools.count()
 
@@ -51,14 +52,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def broker() -> Iterator[EmbeddedBroker | KafkaCluster]:
-    """The session's broker: Tansu, or Apache Kafka (one node), per EOSKAFKA_TEST_BROKER."""
+def broker(request: pytest.FixtureRequest) -> Iterator[EmbeddedBroker | KafkaCluster]:
+    """The session's broker: Tansu, or Apache Kafka (one node), per EOSKAFKA_TEST_BROKER;
+    Kafka also serves SASL and TLS listeners (tests/kafka_security.py)."""
     if ON_TANSU:
         with EmbeddedBroker() as b:
             yield b
         return
-    with KafkaCluster(nodes=1, version=KAFKA_VERSION) as kafka:
+    certs = request.getfixturevalue("kafka_certs")
+    with KafkaCluster(nodes=1, version=KAFKA_VERSION, listeners=listener_specs(certs),
+                      scram_users=scram_users()) as kafka:
         yield kafka
+
+
+@pytest.fixture(scope="session")
+def kafka_certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The test CA and the certificates the session's Kafka broker serves."""
+    return make_certificates(tmp_path_factory.mktemp("kafka-certs"))
+
+
+@pytest.fixture(scope="session")
+def secure_kafka(broker: EmbeddedBroker | KafkaCluster,
+                 kafka_certs: dict[str, Path]) -> SecureKafka:
+    """The session Kafka's SASL_PLAINTEXT, SSL, MTLS and SASL_SSL listeners (kafka_only)."""
+    assert isinstance(broker, KafkaCluster), "secure_kafka needs a kafka_only test"
+    return SecureKafka(broker, kafka_certs)
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import sys
 import tempfile
@@ -82,6 +83,14 @@ def secure_kafka(broker: EmbeddedBroker | KafkaCluster,
 @pytest.fixture(scope="session")
 def bootstrap(broker: EmbeddedBroker | KafkaCluster) -> str:
     return broker.bootstrap_servers
+
+
+@pytest.fixture
+def debug_logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """Everything logged at DEBUG, kafka-python's request log included (secret checks)."""
+    for name in (None, "kafka", "eos_kafka_source"):
+        caplog.set_level(logging.DEBUG, logger=name)
+    return caplog
 
 
 @pytest.fixture

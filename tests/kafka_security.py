@@ -30,7 +30,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from eos_kafka_source.apache_kafka import KafkaCluster, ListenerSpec
+from eos_kafka_source.cli import main as cli_main
 from eos_kafka_source.errors import EosKafkaError
 
 USER = "alice"
@@ -61,6 +64,29 @@ def assert_short_failure(exc: BaseException, started: float) -> None:
     assert time.monotonic() - started < FAST_S, f"took {time.monotonic() - started:.1f}s"
     assert exc.__cause__ is None and (exc.__context__ is None or exc.__suppress_context__)
     assert_clean(str(exc), repr(exc), exc.args)
+
+
+def assert_logs_clean(caplog: pytest.LogCaptureFixture) -> None:
+    assert caplog.records, "nothing was logged: the check would prove nothing"
+    assert_clean(caplog.text, *(r.getMessage() for r in caplog.records))
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``eoskafka ARGV``: exit code, stdout, stderr, checked for tracebacks and secrets."""
+    code = cli_main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert_clean(out, err)
+    return code, out, err
+
+
+def cli_args(options: Mapping[str, str]) -> list[str]:
+    """``-b`` and ``--config`` arguments for ``kafka.*`` options."""
+    args = ["-b", options["kafka.bootstrap.servers"]]
+    for key, value in options.items():
+        if key != "kafka.bootstrap.servers":
+            args += ["--config", f"{key}={value}"]
+    return args
 
 
 def make_certificates(directory: Path, host: str = "127.0.0.1",

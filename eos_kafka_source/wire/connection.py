@@ -31,9 +31,11 @@ from ..errors import (
     TimeoutError_,
     for_code,
 )
+from ._kafka_python_fixes import install as _install_kafka_python_fixes
 from .redact import protect, redact
 
 log = logging.getLogger(__name__)
+_install_kafka_python_fixes()  # Kafka's answer to a refused login reaches us (see module)
 
 #: kafka-python's default 1 MB receive cap breaks large fetches (DESIGN.md section 2).
 RECEIVE_MAX_BYTES = 256 << 20

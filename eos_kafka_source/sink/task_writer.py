@@ -109,6 +109,8 @@ class TaskWriter:
         transaction_timeout_ms: int,
         batch_records: int,
         context: dict[str, Any],
+        compression: int = 0,
+        batch_bytes: int = _BATCH_BYTES,
     ) -> None:
         self.wire = wire
         self.transactional_id = transactional_id
@@ -116,6 +118,8 @@ class TaskWriter:
         self.timeout_ms = transaction_timeout_ms
         self.batch_records = batch_records
         self.context = context
+        self.compression = compression  # codec id of every batch (kafka.compression.type)
+        self.batch_bytes = batch_bytes  # uncompressed bytes per batch (kafka.batch.size)
         self.producer: ProducerIdentity | None = None
         self.coordinator: int | None = None
         self._topics: dict[str, TopicInfo] = {}
@@ -199,7 +203,7 @@ class TaskWriter:
         """Records per partition to gather before sending (and per sticky-partition chunk):
         ``producer.batchRecords``, fewer for big records. Batches are then cut by bytes."""
         size = sum(batch.column(i).nbytes for i in range(batch.num_columns)) / n
-        return max(1, min(self.batch_records, int(_BATCH_BYTES // (size + 16))))
+        return max(1, min(self.batch_records, int(self.batch_bytes // (size + 16))))
 
     def flush(self) -> None:
         buffers, self._buffers = self._buffers, {}
@@ -295,14 +299,15 @@ class TaskWriter:
             if not pure_forced():  # column-wise, no Python loop over records
                 batch = encode_arrow(keys, values, stamps, producer_id=pid,
                                      producer_epoch=epoch, base_sequence=seq,
-                                     transactional=transactional)
+                                     transactional=transactional,
+                                     compression=self.compression)
         if batch is None:
             batch = encode_batch(
                 [None] * len(values) if keys is None else keys.to_pylist(),
                 values.to_pylist(), stamps.to_pylist(),
                 None if part is None else [h or [] for h in part],
                 producer_id=pid, producer_epoch=epoch, base_sequence=seq,
-                transactional=transactional,
+                transactional=transactional, compression=self.compression,
             )
         return batch, len(values)
 

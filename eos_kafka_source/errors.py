@@ -8,7 +8,13 @@ message that names the problem and the fix. Kafka protocol error codes map to
 
 from __future__ import annotations
 
-from typing import ClassVar
+import functools
+import logging
+from collections.abc import Callable
+from typing import ClassVar, ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class EosKafkaError(Exception):
@@ -19,6 +25,29 @@ class EosKafkaError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(f"[{self.condition}] {message}")
         self.message = message
+
+
+def user_facing(hook: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Driver-side Spark hooks: our own errors reach the user without their stack.
+
+    Spark puts the hook's Python traceback into the message the user reads, after
+    its own one-line header; an :class:`EosKafkaError` already names the problem and
+    the fix, and a dozen frames of ours would push that line down. So it is
+    re-raised with no frames but this one (its condition is then the fourth line,
+    the first with ``spark.sql.execution.pyspark.udf.hideTraceback.enabled=true``);
+    the full stack goes to the log at DEBUG. Other exceptions keep their stack.
+    """
+
+    @functools.wraps(hook)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return hook(*args, **kwargs)
+        except EosKafkaError as exc:
+            logging.getLogger("eos_kafka_source").debug("%s failed", hook.__qualname__,
+                                                        exc_info=True)
+            raise exc.with_traceback(None) from None
+
+    return wrapper
 
 
 class ConfigError(EosKafkaError, ValueError):

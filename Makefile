@@ -6,33 +6,57 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test test-fast test-faults lint demo demo-docker bench chaos smoke-spark40 clean
+.PHONY: setup kafka-jars test test-tansu test-kafka test-kafka39 test-fast test-faults lint demo \
+	demo-docker bench chaos smoke-spark smoke-spark40 clean
 
 setup: $(STAMP)
+
+## editable_mode=compat puts the checkout on sys.path: Spark finds the static registration
+## (pyspark_eoskafka) with pkgutil.iter_modules(), which does not see setuptools' default
+## editable finder, so format("eoskafka") would fail from any other working directory
+## (a Spark Connect session's, a cluster worker's).
+EDITABLE := -e '.[dev]' --config-settings editable_mode=compat
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q $(EDITABLE)
 	touch $(STAMP)
 
-## The whole suite: unit, broker, Spark and fault-injection tests.
-test: setup lint
-	$(PY) -m pytest -q tests
+## Apache Kafka's jars (4.3.x and 3.9.x), fetched from Maven Central with mvn once and cached
+## in ~/.cache/eoskafka (never in the repo).
+kafka-jars: setup
+	$(PY) -c "from eos_kafka_source.apache_kafka import kafka_jars; kafka_jars('4.3'); kafka_jars('3.9')"
 
-## Everything except the heavy fault-injection cases.
+## The whole suite, on both brokers: unit, broker, Spark and fault-injection tests on the
+## embedded Tansu broker; broker, Spark and fault tests on Apache Kafka 4.3; the sink
+## protocol and wire tests on Apache Kafka 3.9 (classic transaction protocol).
+test: setup lint kafka-jars test-tansu test-kafka test-kafka39
+
+test-tansu: setup
+	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q tests
+
+test-kafka: kafka-jars
+	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q tests/broker tests/spark
+
+KAFKA39_TESTS := tests/broker/test_sink_protocol.py tests/broker/test_wire.py \
+	tests/broker/test_batch_write_abort.py tests/broker/test_tansu_quirks.py
+test-kafka39: kafka-jars
+	EOSKAFKA_TEST_BROKER=kafka39 $(PY) -m pytest -q $(KAFKA39_TESTS)
+
+## Everything except the heavy fault-injection cases (BROKER=kafka: on Apache Kafka 4.3).
+BROKER ?= tansu
 test-fast: setup
-	$(PY) -m pytest -q -m "not faults" tests
+	EOSKAFKA_TEST_BROKER=$(BROKER) $(PY) -m pytest -q -m "not faults" tests
 
 test-faults: setup
-	$(PY) -m pytest -q -m faults tests
+	EOSKAFKA_TEST_BROKER=$(BROKER) $(PY) -m pytest -q -m faults tests
 
 lint: setup
 	$(VENV)/bin/ruff check eos_kafka_source pyspark_eoskafka tests benchmarks
 
 ## BROKER=kafka runs the demo on Apache Kafka 4.3 (a local JVM process) instead of Tansu,
 ## and checks the output with Kafka's own Java read_committed consumer too.
-BROKER ?= tansu
 demo: setup
 	$(PY) -m eos_kafka_source.demo --broker $(BROKER)
 
@@ -53,14 +77,25 @@ CHAOS_SEED ?=
 chaos: setup
 	SOAK=$(SOAK) $(PY) -m tests.chaos --broker $(BROKER) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
 
-## Smoke run on the oldest supported Spark (4.0) in its own venv.
-SPARK40 := .venv-spark40
+## Smoke set (pytest -m smoke) on every older supported Spark minor, each in its own venv
+## (.venv-spark4.0 ...); the newest (4.3) is the main venv's and runs in `make test`.
+## `make smoke-spark SMOKE_SPARK=4.1` runs one. pip's cache makes repeat installs quick.
+SMOKE_SPARK ?= 4.0 4.1 4.2
+smoke-spark:
+	@set -e; for v in $(SMOKE_SPARK); do \
+	  venv=.venv-spark$$v; next=$$(echo $$v | awk -F. '{print $$1"."$$2+1}'); \
+	  echo "== smoke on pyspark $$v.x ($$venv)"; \
+	  test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
+	  $$venv/bin/python -m pip install -q --upgrade pip; \
+	  $$venv/bin/python -m pip install -q "pyspark[connect]>=$$v,<$$next" $(EDITABLE); \
+	  $$venv/bin/python -c "import pyspark; print('pyspark', pyspark.__version__)"; \
+	  PYSPARK_PYTHON=$(CURDIR)/$$venv/bin/python PYSPARK_DRIVER_PYTHON=$(CURDIR)/$$venv/bin/python \
+	    $$venv/bin/python -m pytest -q -m smoke -p no:cacheprovider tests; \
+	done
+
+## Kept for scripts that call it: the smoke set on 4.0 only.
 smoke-spark40:
-	test -x $(SPARK40)/bin/python || $(PYTHON) -m venv $(SPARK40)
-	$(SPARK40)/bin/python -m pip install -q --upgrade pip
-	$(SPARK40)/bin/python -m pip install -q 'pyspark>=4.0,<4.1' -e '.[dev]'
-	PYSPARK_PYTHON=$(abspath $(SPARK40))/bin/python PYSPARK_DRIVER_PYTHON=$(abspath $(SPARK40))/bin/python \
-	  $(SPARK40)/bin/python -m pytest -q -m smoke tests
+	$(MAKE) smoke-spark SMOKE_SPARK=4.0
 
 clean:
-	rm -rf $(VENV) $(SPARK40) build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-spark* build dist *.egg-info .pytest_cache

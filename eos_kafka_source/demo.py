@@ -240,7 +240,7 @@ def _java_check(bootstrap: str, topic: str, audit: dict[str, Any]) -> dict[str, 
     from .apache_kafka import KafkaTools
 
     _say("reading the output with Kafka's Java console consumer (read_committed)")
-    records = KafkaTools(bootstrap).consume(topic)
+    records = KafkaTools(bootstrap).consume_expecting(topic, int(audit["output committed"]))
     ids = Counter(json.loads(r.value)["id"] for r in records)
     agrees = (len(records) == audit["output committed"]
               and set(map(int, ids)) == audit.pop("_ids") and set(ids.values()) <= {1})

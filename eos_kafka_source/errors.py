@@ -8,7 +8,13 @@ message that names the problem and the fix. Kafka protocol error codes map to
 
 from __future__ import annotations
 
-from typing import ClassVar
+import functools
+import logging
+from collections.abc import Callable
+from typing import ClassVar, ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class EosKafkaError(Exception):
@@ -19,6 +25,29 @@ class EosKafkaError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(f"[{self.condition}] {message}")
         self.message = message
+
+
+def user_facing(hook: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Driver-side Spark hooks: our own errors reach the user without their stack.
+
+    Spark puts the hook's Python traceback into the message the user reads, after
+    its own one-line header; an :class:`EosKafkaError` already names the problem and
+    the fix, and a dozen frames of ours would push that line down. So it is
+    re-raised with no frames but this one (its condition is then the fourth line,
+    the first with ``spark.sql.execution.pyspark.udf.hideTraceback.enabled=true``);
+    the full stack goes to the log at DEBUG. Other exceptions keep their stack.
+    """
+
+    @functools.wraps(hook)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return hook(*args, **kwargs)
+        except EosKafkaError as exc:
+            logging.getLogger("eos_kafka_source").debug("%s failed", hook.__qualname__,
+                                                        exc_info=True)
+            raise exc.with_traceback(None) from None
+
+    return wrapper
 
 
 class ConfigError(EosKafkaError, ValueError):
@@ -43,6 +72,12 @@ class AuthenticationError(BrokerUnreachableError):
     """The broker refused the SASL credentials, or the TLS handshake failed for good."""
 
     condition = "EOSKAFKA_AUTHENTICATION_FAILED"
+
+
+class InvalidTimestampError(SchemaError):
+    """The broker refused a record's timestamp (too far in the future or the past)."""
+
+    condition = "EOSKAFKA_INVALID_TIMESTAMP"
 
 
 class ConnectionDroppedError(EosKafkaError):
@@ -79,6 +114,16 @@ class TransactionLostError(EosKafkaError):
     """A handed-off transaction can no longer be committed (fenced or expired)."""
 
     condition = "EOSKAFKA_TRANSACTION_LOST"
+
+
+class TransactionOutcomeUnknownError(EosKafkaError):
+    """EndTxn's outcome is not known (coordinator moved or unreachable): not a failure.
+
+    The decision stays recorded and undone; the batch fails and the restarted driver
+    rolls it forward (DESIGN.md section 1, "EndTxn outcome can be unknown").
+    """
+
+    condition = "EOSKAFKA_TRANSACTION_OUTCOME_UNKNOWN"
 
 
 class IdPrefixClashError(EosKafkaError):
@@ -141,6 +186,7 @@ for _code, _name, _retriable in [
     (29, "TOPIC_AUTHORIZATION_FAILED", False),
     (30, "GROUP_AUTHORIZATION_FAILED", False),
     (31, "CLUSTER_AUTHORIZATION_FAILED", False),
+    (32, "INVALID_TIMESTAMP", False),
     (35, "UNSUPPORTED_VERSION", False),
     (36, "TOPIC_ALREADY_EXISTS", False),
     (37, "INVALID_PARTITIONS", False),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import sys
 import tempfile
@@ -15,6 +16,7 @@ import pytest
 from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools
 from eos_kafka_source.broker import EmbeddedBroker
 from tests.brokers import BROKER_KIND, KAFKA_VERSION, ON_TANSU
+from tests.kafka_security import SecureKafka, listener_specs, make_certificates, scram_users
 
 _counter = itertools.count()
 
@@ -51,13 +53,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def broker() -> Iterator[EmbeddedBroker | KafkaCluster]:
-    """The session's broker: Tansu, or Apache Kafka (one node), per EOSKAFKA_TEST_BROKER."""
+def broker(request: pytest.FixtureRequest) -> Iterator[EmbeddedBroker | KafkaCluster]:
+    """The session's broker: Tansu, or Apache Kafka (one node), per EOSKAFKA_TEST_BROKER;
+    Kafka also serves SASL and TLS listeners (tests/kafka_security.py)."""
     if ON_TANSU:
         with EmbeddedBroker() as b:
             yield b
         return
-    with KafkaCluster(nodes=1, version=KAFKA_VERSION) as kafka:
+    certs = request.getfixturevalue("kafka_certs")
+    with KafkaCluster(nodes=1, version=KAFKA_VERSION, listeners=listener_specs(certs),
+                      scram_users=scram_users()) as kafka:
         yield kafka
         _assert_nothing_left_open(kafka)
 
@@ -75,8 +80,30 @@ def _assert_nothing_left_open(kafka: KafkaCluster) -> None:
 
 
 @pytest.fixture(scope="session")
+def kafka_certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The test CA and the certificates the session's Kafka broker serves."""
+    return make_certificates(tmp_path_factory.mktemp("kafka-certs"))
+
+
+@pytest.fixture(scope="session")
+def secure_kafka(broker: EmbeddedBroker | KafkaCluster,
+                 kafka_certs: dict[str, Path]) -> SecureKafka:
+    """The session Kafka's SASL_PLAINTEXT, SSL, MTLS and SASL_SSL listeners (kafka_only)."""
+    assert isinstance(broker, KafkaCluster), "secure_kafka needs a kafka_only test"
+    return SecureKafka(broker, kafka_certs)
+
+
+@pytest.fixture(scope="session")
 def bootstrap(broker: EmbeddedBroker | KafkaCluster) -> str:
     return broker.bootstrap_servers
+
+
+@pytest.fixture
+def debug_logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """Everything logged at DEBUG, kafka-python's request log included (secret checks)."""
+    for name in (None, "kafka", "eos_kafka_source"):
+        caplog.set_level(logging.DEBUG, logger=name)
+    return caplog
 
 
 @pytest.fixture

@@ -13,10 +13,6 @@ from eos_kafka_source.apache_kafka import KafkaTools
 from tests.brokers import ON_TANSU
 from tests.oracle import committed_view
 
-#: The console consumer's idle timeout also covers its group join; when it returns too few
-#: records, one more read with a long timeout tells "slow start" apart from "missing".
-_QUICK_MS, _PATIENT_MS = 3000, 20000
-
 
 def assert_java_agrees(bootstrap: str, topic: str) -> int:
     """Assert the Java read_committed consumer and the marker oracle agree record for record;
@@ -25,10 +21,7 @@ def assert_java_agrees(bootstrap: str, topic: str) -> int:
         return -1
     ours = sorted((p, r.offset, r.value or b"")
                   for p, view in committed_view(bootstrap, topic).items() for r in view.committed)
-    tools = KafkaTools(bootstrap)
-    java = tools.consume(topic, idle_timeout_ms=_QUICK_MS, max_messages=len(ours) + 1)
-    if len(java) < len(ours):
-        java = tools.consume(topic, idle_timeout_ms=_PATIENT_MS, max_messages=len(ours) + 1)
+    java = KafkaTools(bootstrap).consume_expecting(topic, len(ours))
     theirs = [(r.partition, r.offset, r.value) for r in java]
     missing = sorted(set(ours) - set(theirs))[:5]
     extra = sorted(set(theirs) - set(ours))[:5]

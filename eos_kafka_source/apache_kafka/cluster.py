@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import hashlib
 import os
 import shutil
 import socket
@@ -64,9 +65,63 @@ def _stop_all() -> None:  # never leave a JVM behind when the interpreter exits
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free loopback ports. Held open together while chosen: one at a
+    time, the OS may hand the same port out twice (Kafka then refuses two listeners on
+    one port)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def properties_line(key: str, value: str) -> str:
+    """``key=value`` as Java's ``Properties.load`` reads it back unchanged.
+
+    Kafka loads ``server.properties`` as ISO-8859-1 and treats ``\\`` as an escape, so a
+    JAAS line with a non-ASCII or backslashed password (or a multi-line PEM) must be
+    escaped, else the broker sees other characters than the client sends.
+    """
+
+    def escape(text: str, specials: str) -> str:
+        out = []
+        for ch in text:
+            if ch in "\\" + specials:
+                out.append("\\" + ch)
+            elif ch in "\n\r\t\f":
+                out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}[ch])
+            elif not 32 <= ord(ch) < 127:
+                units = ch.encode("utf-16-be")  # one \uXXXX per UTF-16 unit
+                out += [f"\\u{units[i] << 8 | units[i + 1]:04x}" for i in range(0, len(units), 2)]
+            else:
+                out.append(ch)
+        return "".join(out)
+
+    value = escape(value, "")
+    if value.startswith(" "):  # load() drops leading blanks
+        value = "\\" + value
+    return f"{escape(key, '=: #!')}={value}\n"
+
+
+def scram_argument(mechanism: str, user: str, password: str) -> str:
+    """StorageTool's ``--add-scram`` value for ``user``, given as salt and salted password
+    (PBKDF2, as Kafka's ScramFormatter computes it), so the password itself is on no
+    command line (``ps`` shows those) and needs no escaping."""
+    if mechanism not in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        raise ValueError(f"unknown SCRAM mechanism {mechanism!r}")
+    if any(c in user for c in ',="[]'):
+        raise ValueError(f"a SCRAM user name for StorageTool has no ',=\"[]': {user!r}")
+    salt, iterations = os.urandom(16), 4096
+    salted = hashlib.pbkdf2_hmac("sha" + mechanism[-3:], password.encode(), salt, iterations)
+    return (f"{mechanism}=[name={user},salt=\"{base64.b64encode(salt).decode()}\","
+            f"saltedpassword=\"{base64.b64encode(salted).decode()}\",iterations={iterations}]")
 
 
 def new_cluster_id() -> str:
@@ -130,9 +185,10 @@ class KafkaCluster:
         self.ready_timeout_s = ready_timeout_s
         self.cluster_id = new_cluster_id()
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"eoskafka-kafka-{self.version}-"))
+        ports = iter(free_ports(nodes * (2 + len(self.listeners))))
         self.nodes = [
-            _Node(node_id=i + 1, port=free_port(), controller_port=free_port(),
-                  extra_ports={spec.name: free_port() for spec in self.listeners},
+            _Node(node_id=i + 1, port=next(ports), controller_port=next(ports),
+                  extra_ports={spec.name: next(ports) for spec in self.listeners},
                   home=self.workdir / f"node-{i + 1}")
             for i in range(nodes)
         ]
@@ -208,7 +264,8 @@ class KafkaCluster:
     def _write_config(self, node: _Node) -> Path:
         node.home.mkdir(parents=True, exist_ok=True)
         path = node.home / "server.properties"
-        path.write_text("".join(f"{k}={v}\n" for k, v in self._properties(node).items()))
+        path.write_text("".join(properties_line(k, v) for k, v in self._properties(node).items()),
+                        encoding="ascii")
         log_config = node.home / ("log4j2.properties" if self.major >= 4 else "log4j.properties")
         log_config.write_text(_LOG4J2 if self.major >= 4 else _LOG4J1)
         return path
@@ -223,7 +280,7 @@ class KafkaCluster:
     def _format(self, node: _Node) -> None:
         config = self._write_config(node)
         scram = [arg for mech, user, password in self.scram_users
-                 for arg in ("--add-scram", f"{mech}=[name={user},password={password}]")]
+                 for arg in ("--add-scram", scram_argument(mech, user, password))]
         done = subprocess.run(
             self._java(node, "kafka.tools.StorageTool", "format", "-t", self.cluster_id,
                        "-c", str(config), "--ignore-formatted", *scram),

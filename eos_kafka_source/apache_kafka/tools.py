@@ -102,6 +102,15 @@ class KafkaTools:
                                    f"{done.stderr.decode(errors='replace')[-3000:]}")
             return parse_console_output(out.read_bytes())
 
+    def consume_expecting(self, topic: str, count: int) -> list[ConsumedRecord]:
+        """Read ``topic`` expecting ``count`` committed records: up to ``count + 1`` (one
+        more shows an extra), waiting 3 s of idleness; if fewer came (the idle timeout also
+        covers the consumer's group join, slow on a loaded machine), once more, patiently."""
+        records = self.consume(topic, idle_timeout_ms=3000, max_messages=count + 1)
+        if len(records) < count:
+            records = self.consume(topic, idle_timeout_ms=30000, max_messages=count + 1)
+        return records
+
     def transactions(self) -> list[dict[str, str]]:
         """``kafka-transactions list``: one dict per transactional id, keyed by column name."""
         return _table(self.run(TRANSACTIONS, "list"))

@@ -27,7 +27,7 @@ from pyspark.sql.types import StructType
 
 from ..errors import TransactionLostError
 from ..options import SinkOptions
-from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator
+from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator, require_topics
 from . import columns
 from .claims import mark_write_aborted, write_aborted
 from .decision_log import DecisionLog
@@ -47,6 +47,8 @@ log = logging.getLogger("eos_kafka_source.sink")
 
 #: Prefixes whose pool this process has fenced since it started (see DriverProtocol.prepare).
 _PREPARED_IN_PROCESS: set[str] = set()
+#: Streaming sinks (by prefix) whose cluster this process has checked (see _Writer.preflight).
+_CHECKED_IN_PROCESS: set[str] = set()
 
 
 def _in_commit_worker() -> bool:
@@ -97,6 +99,22 @@ class _Writer:
             claim_topic=self.sink.topic if self.sink.transactional_id_prefix else None,
         )
 
+    def preflight(self) -> None:
+        """Driver, before any task: the brokers answer and accept our credentials, and the
+        ``topic`` option names an existing topic.
+
+        Tasks would find the same, but only after every attempt of every task failed,
+        and Spark would report "Writing job failed" with our message deep in a Java
+        trace; raised here it is the error the write fails with (Broker unreachable,
+        authentication failed, topic not found). Topics named by a ``topic`` column are
+        only known to the tasks.
+        """
+        with self._wire() as wire:
+            if self.sink.topic is not None:
+                require_topics(wire, [self.sink.topic])
+            else:
+                wire.any_node()  # connects: reachability and credentials
+
     # -- executor --------------------------------------------------------------------------
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> TxnHandoff:
@@ -118,6 +136,7 @@ class _Writer:
                 wire, transactional_id=tid, topic=self.sink.topic,
                 transaction_timeout_ms=self.sink.transaction_timeout_ms,
                 batch_records=self.sink.linger_records, context=context,
+                compression=self.sink.compression, batch_bytes=self.sink.batch_bytes,
             )
             writer.open()
             try:
@@ -185,7 +204,12 @@ class EosKafkaStreamWriter(_Writer, *_STREAM_BASES):  # type: ignore[misc]
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         super().__init__(options, schema, streaming=True)
-        if self.exactly_once and not _in_commit_worker():
+        if _in_commit_worker():
+            return
+        if self.prefix not in _CHECKED_IN_PROCESS:  # once per run: a connection per batch is
+            self.preflight()                         # what prepare() below already costs
+            _CHECKED_IN_PROCESS.add(self.prefix)
+        if self.exactly_once:
             new_run = self.prefix not in _PREPARED_IN_PROCESS
             self._protocol().prepare(new_run=new_run)
             _PREPARED_IN_PROCESS.add(self.prefix)
@@ -205,6 +229,7 @@ class EosKafkaBatchWriter(_Writer, DataSourceArrowWriter):
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         super().__init__(options, schema, streaming=False)
+        self.preflight()  # writer() runs on the driver, once per write, before any task
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TxnHandoff:  # type: ignore[override]
         return self._write(iterator)

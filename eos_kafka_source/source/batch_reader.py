@@ -16,6 +16,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from ..errors import user_facing
 from ..options import SourceOptions
 from .partition_reader import arrow_schema_of, read_partition
 from .partitions import KafkaInputPartition
@@ -30,6 +31,7 @@ class EosKafkaBatchReader(DataSourceReader):
         self.options = options
         self.schema = schema
 
+    @user_facing
     def partitions(self) -> list[InputPartition]:
         """Driver: resolve the offsets now and cut them into input partitions."""
         planner = SourcePlanner(self.options)

@@ -156,8 +156,7 @@ def test_streaming_write_exactly_once_and_bounded_id_pool(spark, bootstrap, uniq
     src, values = _json_input(tmp_path, files=5, per_file=200)
     query = _stream(spark, src, bootstrap, unique, tmp_path / "ckpt").trigger(
         availableNow=True).start()
-    query.awaitTermination()
-    assert query.exception() is None
+    _finish(query)
     assert _committed(bootstrap, unique) == Counter(values)
     assert_java_agrees(bootstrap, unique)
     assert_no_open_transactions(bootstrap, unique)
@@ -176,7 +175,7 @@ def test_streaming_task_retry_after_flush_writes_once(
     faults(f"write.after_flush/1={action}@{tmp_path / 'once'}")
     query = _stream(spark, src, bootstrap, unique, tmp_path / "ckpt").trigger(
         availableNow=True).start()
-    query.awaitTermination()
+    _finish(query)
     assert (tmp_path / "once").exists(), "the fault did not fire"
     assert _committed(bootstrap, unique) == Counter(values)
     assert_java_agrees(bootstrap, unique)
@@ -196,10 +195,18 @@ def test_query_stop_mid_batch_then_restart(spark, bootstrap, unique, tmp_path, f
     faults("")
     query = _stream(spark, src, bootstrap, unique, tmp_path / "ckpt").trigger(
         availableNow=True).start()
-    query.awaitTermination()
+    _finish(query)
     assert _committed(bootstrap, unique) == Counter(values)
     assert_java_agrees(bootstrap, unique)
     assert_no_open_transactions(bootstrap, unique)
+
+
+def _finish(query, timeout_s: int = 300) -> None:
+    """Wait for an AvailableNow query to end by itself, with a deadline; it must not fail."""
+    if not query.awaitTermination(timeout_s):
+        query.stop()
+        raise AssertionError(f"the query did not end within {timeout_s}s")
+    assert query.exception() is None, query.exception()
 
 
 def _wait_for(path: Path, query) -> None:

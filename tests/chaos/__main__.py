@@ -27,7 +27,6 @@ from .cluster import SparkCluster, spark_env
 from .faults import KINDS, Chaos
 from .feeder import Feeder, IdBlocks, Ledger
 from .kafka_faults import KAFKA_KINDS, WEIGHTS, KafkaChaos, quotas
-from .kafka_verdict import judge_kafka, settle
 from .pipeline import Pipeline
 from .verdict import judge
 
@@ -125,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             "input": "chaos-in", "output": "chaos-out", "input_partitions": INPUT_PARTITIONS,
             "checkpoint": str(work / "checkpoint"), "max_offsets": 5000,
             "trigger": "2 seconds", "restart_backoff_s": 1.0,
-            "output_partitions": OUTPUT_PARTITIONS,
+            "output_partitions": OUTPUT_PARTITIONS, "broker": args.broker,
             "transaction_timeout_ms": args.txn_timeout_ms if on_kafka else None,
         }
         replicas = 3 if on_kafka else 1
@@ -178,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
             raise RuntimeError(f"the drain did not finish: {drained}")
         pipeline.wait_for(lambda e: e["event"] == "exited", mark, 60)
         say("drained; judging")
+        # Imported late, so a fix to the Kafka verdict reaches a long soak still running.
+        from .kafka_verdict import judge_kafka, settle
+
         lag = settle(broker.bootstrap_servers, [cfg["input"], cfg["output"]]) if on_kafka else []
         from eos_kafka_source.sink.decision_log import DecisionLog
 

@@ -54,6 +54,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=None, help="fault schedule seed (default random)")
     p.add_argument("--gap", type=float, nargs=2, default=(2.0, 8.0), metavar=("MIN", "MAX"),
                    help="seconds of healthy running between faults (uniform)")
+    p.add_argument("--fault-window", type=float, default=None, metavar="S",
+                   help="inject no new fault after S seconds from the start (a soak on a slow "
+                        "machine): drain and judge what was injected; the verdict says so")
     p.add_argument("--stall-timeout", type=float, default=300.0,
                    help="fail if no batch makes progress this long after a fault")
     p.add_argument("--deadline", type=float, default=None,
@@ -148,7 +151,12 @@ def main(argv: list[str] | None = None) -> int:
                             transaction_timeout_ms=args.txn_timeout_ms) if on_kafka
                  else Chaos(rng, cluster, broker, pipeline, cfg, work, faults_file))
         stalls = 0
-        for kind in schedule(rng, args.faults, args.kinds, WEIGHTS if on_kafka else None):
+        planned = schedule(rng, args.faults, args.kinds, WEIGHTS if on_kafka else None)
+        for kind in planned:
+            if args.fault_window and time.monotonic() - started > args.fault_window:
+                say(f"fault window of {args.fault_window:.0f}s over after "
+                    f"{len(chaos.log.records)} of {len(planned)} faults")
+                break
             time.sleep(rng.uniform(*args.gap))
             pipeline.ensure_running()
             chaos.inject(kind)
@@ -190,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         if not on_kafka:
             verdict.row("input LSO heal rounds (Tansu quirk)", heals)
         verdict.row("stalls (no progress after a fault)", stalls, problem=bool(stalls))
+        if len(chaos.log.records) < len(planned):
+            verdict.row("faults planned / injected (fault window)",
+                        f"{len(planned)} / {len(chaos.log.records)}")
         result = "exactly once" if verdict.ok else "failed"
         if on_kafka:
             losses = next(v for n, v in verdict.rows if n == "losses")

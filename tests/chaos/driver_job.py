@@ -64,6 +64,8 @@ def _session(cfg: dict[str, Any]) -> SparkSession:
         .config("spark.executor.cores", "1")
         .config("spark.cores.max", str(cfg["executors"]))
         .config("spark.task.maxFailures", "8")
+        # A Python worker connecting back to a JVM on a loaded machine can take over 15 s.
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
     )

@@ -42,9 +42,12 @@ KAFKA_KINDS = ("executor_kill", "driver_kill", "query_stop", "zombie", "coordina
                "leader_kill", "rolling_restart", "driver_timeout")
 #: Share of each kind in a soak (every kind still comes at least once): the coordinator
 #: kill is what a 3-node cluster adds, the slow kinds (a minute each) come less often.
-WEIGHTS = {"coordinator_kill": 4.0, "rolling_restart": 0.5, "driver_timeout": 0.5}
-#: Where a coordinator kill is aimed: each commit step and a random moment, in turn.
-COORDINATOR_MOMENTS = (*_COMMIT_POINTS, "random")
+WEIGHTS = {"coordinator_kill": 5.0, "leader_kill": 1.5, "driver_kill": 0.5,
+           "rolling_restart": 0.5, "driver_timeout": 0.5}
+#: Where a coordinator kill is aimed: each commit step (``commit.before_endtxn``: the
+#: driver has just found the coordinator and is about to send it EndTxn) and a random
+#: moment, in turn.
+COORDINATOR_MOMENTS = (*_COMMIT_POINTS, "commit.before_endtxn", "random")
 _REPLICATED_TIMEOUT_S = 180.0
 
 

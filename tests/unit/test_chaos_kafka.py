@@ -19,7 +19,7 @@ def test_a_soak_of_50_has_every_kind_and_enough_coordinator_kills() -> None:
     counts = quotas(50, KAFKA_KINDS, WEIGHTS)
     assert sum(counts.values()) == 50
     assert min(counts.values()) >= 1
-    # Five of every six coordinator kills are aimed at a commit step: >= 10 aimed needs 12.
+    # Six of every seven coordinator kills are aimed at a commit step: >= 10 aimed needs 12.
     assert counts["coordinator_kill"] >= 12
     kinds = schedule(random.Random(1), 50, KAFKA_KINDS, WEIGHTS)
     assert sorted(kinds) == sorted(k for k, n in counts.items() for _ in range(n))

@@ -27,6 +27,19 @@ _PRODUCER = {"linger_ms": 5, "max_block_ms": 10000, "request_timeout_ms": 10000,
 log = logging.getLogger("chaos.feeder")
 
 
+def _end_transaction(producer: KafkaProducer, *, commit: bool, timeout_ms: int = 30000) -> None:
+    """commit_transaction()/abort_transaction() with a deadline. kafka-python's own wait
+    forever; on a 3-node Kafka both feeders hung there after leader kills (chaos soak,
+    seed 52), which stalled the input for good. A timeout is an unknown outcome: the
+    caller reopens the id, whose InitProducerId finishes or aborts the transaction."""
+    manager = producer._transaction_manager  # noqa: SLF001 (no public call takes a timeout)
+    result = manager.begin_commit() if commit else manager.begin_abort()
+    producer._sender.wakeup()  # noqa: SLF001
+    if not result.wait(timeout_ms=timeout_ms):
+        raise TimeoutError(f"EndTxn ({'commit' if commit else 'abort'}) unanswered after "
+                           f"{timeout_ms} ms")
+
+
 class IdBlocks:
     """Unique input ids, handed out in contiguous blocks (thread-safe)."""
 
@@ -102,10 +115,7 @@ class Feeder(threading.Thread):
             producer.flush(timeout=15)
             for future in sent:  # flush() returns on failed deliveries too: never commit those
                 future.get(timeout=1)
-            if abort:
-                producer.abort_transaction()
-            else:
-                producer.commit_transaction()
+            _end_transaction(producer, commit=not abort)
         except BaseException:
             self.ledger.record("uncertain", ids)
             raise
@@ -159,7 +169,7 @@ class Feeder(threading.Thread):
             value = json.dumps({"id": i, "feeder": self.index, "txn": tag}).encode()
             self.sealer.send(self.topic, value=value, key=str(i).encode(), partition=p)
         self.sealer.flush(timeout=30)
-        self.sealer.commit_transaction()
+        _end_transaction(self.sealer, commit=True)
         self.ledger.record("committed", ids)
 
     def close(self) -> None:

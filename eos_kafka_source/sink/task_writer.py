@@ -47,6 +47,7 @@ _MAX_IN_FLIGHT = 5  # per leader; the idempotent producer's ordering limit
 _BATCH_BYTES = 900_000  # under the brokers' default max.message.bytes (1 MiB)
 _MAX_REQUEST_SIZE = 1_048_576  # the Java producer's default max.request.size
 _DELIVERY_TIMEOUT_MS = 120_000  # the Java producer's default delivery.timeout.ms
+_MAX_BLOCK_MS = 60_000  # the Java producer's default max.block.ms (its coordinator calls)
 
 
 Headers = list[tuple[str, bytes | None]]
@@ -128,6 +129,7 @@ class TaskWriter:
         self.bytes = 0
         extra = dict(wire.config.extra)
         self.max_request_size = int(extra.get("max.request.size", _MAX_REQUEST_SIZE))
+        self.block_s = int(extra.get("max.block.ms", _MAX_BLOCK_MS)) / 1000
         self.pipeline = ProducePipeline(
             wire, transactional_id, leader=self._leader, refresh=self._refresh,
             max_in_flight=_MAX_IN_FLIGHT, request_timeout_ms=wire.config.request_timeout_ms,
@@ -137,12 +139,15 @@ class TaskWriter:
     # -- lifecycle -------------------------------------------------------------------------
 
     def open(self) -> None:
+        """InitProducerId, following the coordinator if it moves, within ``max.block.ms``."""
+        deadline = Deadline(self.block_s)
         if self.transactional_id is None:
-            self.producer = init_idempotent(self.wire)
+            self.producer = init_idempotent(self.wire, deadline_s=self.block_s)
             return
-        self.coordinator = find_coordinator(self.wire, self.transactional_id)
+        self.coordinator = find_coordinator(self.wire, self.transactional_id, deadline=deadline)
         self.producer = init_producer_ids(
-            self.wire, self.coordinator, [self.transactional_id], self.timeout_ms
+            self.wire, self.coordinator, [self.transactional_id], self.timeout_ms,
+            deadline_s=deadline,
         )[self.transactional_id]
 
     def write_batches(self, batches: Iterable[pa.RecordBatch]) -> None:
@@ -267,7 +272,8 @@ class TaskWriter:
         new = [tp for tp in buffers if tp not in self._in_txn]
         if new and self.transactional_id is not None:
             self.coordinator = add_partitions_to_txn(
-                self.wire, self.coordinator, self.transactional_id, self.producer, new
+                self.wire, self.coordinator, self.transactional_id, self.producer, new,
+                deadline_s=self.block_s,
             )
         self._in_txn.update(new)
         columns = {tp: p.columns() for tp, p in buffers.items()}

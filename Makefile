@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: setup kafka-jars test test-tansu test-kafka test-kafka39 test-fast test-faults lint demo \
-	demo-docker bench chaos smoke-spark smoke-spark40 clean
+	demo-docker bench bench-connector contrast chaos smoke-spark smoke-spark40 clean
 
 setup: $(STAMP)
 
@@ -64,8 +64,20 @@ demo: setup
 demo-docker:
 	docker/demo-docker.sh
 
+## Per-task and Spark figures on the embedded broker, then the side-by-side with Spark's
+## own Kafka connector on Apache Kafka (bench-results/latest.md, bench-results/versus.md).
 bench: setup
 	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.versus
+
+## Only the comparison with Spark's Kafka connector (Apache Kafka started by the benchmark).
+bench-connector: setup
+	$(PY) -m benchmarks.versus
+
+## At-least-once vs exactly-once under the same faults, duplicates counted with Kafka's
+## console consumer: bench-results/contrast.md and the README's contrast table.
+contrast: setup
+	$(PY) -m benchmarks.contrast
 
 ## Exactly-once under faults on a Spark standalone cluster + durable broker (tests/chaos).
 ## `make chaos` is the short round (one fault of each kind + 2, a few minutes);

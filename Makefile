@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test test-fast test-faults lint demo demo-docker bench chaos smoke-spark smoke-spark40 clean
+.PHONY: setup kafka-jars test test-tansu test-kafka test-kafka39 test-fast test-faults lint demo \
+	demo-docker bench chaos smoke-spark smoke-spark40 clean
 
 setup: $(STAMP)
 
@@ -22,22 +23,42 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q $(EDITABLE)
 	touch $(STAMP)
 
-## The whole suite: unit, broker, Spark and fault-injection tests.
-test: setup lint
-	$(PY) -m pytest -q tests
+## Apache Kafka's jars (4.3.x and 3.9.x), fetched from Maven Central with mvn once and cached
+## in ~/.cache/eoskafka (never in the repo).
+kafka-jars: setup
+	$(PY) -c "from eos_kafka_source.apache_kafka import kafka_jars; kafka_jars('4.3'); kafka_jars('3.9')"
 
-## Everything except the heavy fault-injection cases.
+## The whole suite, on both brokers: unit, broker, Spark and fault-injection tests on the
+## embedded Tansu broker; broker, Spark and fault tests on Apache Kafka 4.3; the sink
+## protocol and wire tests on Apache Kafka 3.9 (classic transaction protocol).
+test: setup lint kafka-jars test-tansu test-kafka test-kafka39
+
+test-tansu: setup
+	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q tests
+
+test-kafka: kafka-jars
+	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q tests/broker tests/spark
+
+KAFKA39_TESTS := tests/broker/test_sink_protocol.py tests/broker/test_wire.py \
+	tests/broker/test_batch_write_abort.py tests/broker/test_tansu_quirks.py
+test-kafka39: kafka-jars
+	EOSKAFKA_TEST_BROKER=kafka39 $(PY) -m pytest -q $(KAFKA39_TESTS)
+
+## Everything except the heavy fault-injection cases (BROKER=kafka: on Apache Kafka 4.3).
+BROKER ?= tansu
 test-fast: setup
-	$(PY) -m pytest -q -m "not faults" tests
+	EOSKAFKA_TEST_BROKER=$(BROKER) $(PY) -m pytest -q -m "not faults" tests
 
 test-faults: setup
-	$(PY) -m pytest -q -m faults tests
+	EOSKAFKA_TEST_BROKER=$(BROKER) $(PY) -m pytest -q -m faults tests
 
 lint: setup
 	$(VENV)/bin/ruff check eos_kafka_source pyspark_eoskafka tests benchmarks
 
+## BROKER=kafka runs the demo on Apache Kafka 4.3 (a local JVM process) instead of Tansu,
+## and checks the output with Kafka's own Java read_committed consumer too.
 demo: setup
-	$(PY) -m eos_kafka_source.demo
+	$(PY) -m eos_kafka_source.demo --broker $(BROKER)
 
 ## The same demo against real Apache Kafka in Docker (needs a running Docker engine).
 demo-docker:

@@ -6,10 +6,14 @@ one held open for a while), runs ``readStream.format("eoskafka")`` (read_committ
 one injected task failure, shows progress per micro-batch, and ends with an
 audit of the output computed from the transaction markers in the log.
 
-    python -m eos_kafka_source.demo [--bootstrap-server HOST:PORT] [--records N]
+    python -m eos_kafka_source.demo [--broker tansu|kafka] [--bootstrap-server HOST:PORT]
+                                    [--records N]
 
-Exits 1 if the audit finds a lost, duplicated or leaked record, or an open
-transaction.
+``--broker kafka`` runs Apache Kafka 4.3 as a local JVM process (jars fetched from
+Maven Central once) instead of Tansu, and has Kafka's own Java console consumer
+(``isolation.level=read_committed``) read the output too: it must agree with the
+marker-resolving audit record for record. Exits 1 if the audit finds a lost,
+duplicated or leaked record, or an open transaction, or the two readers disagree.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from .broker import EmbeddedBroker
 from .client_config import ClientConfig
@@ -43,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     # (A test switch the sink honours only when this variable is set.)
     os.environ["EOSKAFKA_TEST_FAULTS"] = f"write.after_flush/1=raise@{flag}"
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    with _broker(args.bootstrap_server) as bootstrap:
+    with _broker(args.bootstrap_server, args.broker) as bootstrap:
         source, sink = f"demo-in-{run}", f"demo-out-{run}"
         config = ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap})
         with KafkaWire(config) as wire:
@@ -66,13 +72,21 @@ def main(argv: list[str] | None = None) -> int:
             spark.stop()
         _say("injected task failure fired: " + ("yes" if flag.exists() else "no"))
         audit = _audit(config, sink, feeder)
+        if args.broker == "kafka" or args.java_check:
+            audit.update(_java_check(bootstrap, sink, audit))
     return _report(audit)
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m eos_kafka_source.demo",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap-server", help="use this broker instead of an embedded one")
+    parser.add_argument("--broker", choices=("tansu", "kafka"), default="tansu",
+                        help="tansu: the embedded pip-only broker (default); kafka: Apache "
+                             "Kafka 4.3 as a local JVM process (needs Java 17 and Maven once)")
+    parser.add_argument("--bootstrap-server", help="use this broker instead of starting one")
+    parser.add_argument("--java-check", action="store_true",
+                        help="also read the output with Kafka's Java read_committed consumer "
+                             "(always on with --broker kafka)")
     parser.add_argument("--records", type=int, default=20_000, help="input records (default 20000)")
     parser.add_argument("--partitions", type=int, default=4)
     return parser.parse_args(argv)
@@ -83,10 +97,20 @@ def _say(message: str) -> None:
 
 
 @contextmanager
-def _broker(bootstrap: str | None) -> Iterator[str]:
+def _broker(bootstrap: str | None, kind: str) -> Iterator[str]:
     if bootstrap:
         _say(f"using the broker at {bootstrap}")
         yield bootstrap
+        return
+    if kind == "kafka":
+        from .apache_kafka import KafkaCluster
+
+        _say("starting Apache Kafka (KRaft, one node; the first run fetches its jars)")
+        with KafkaCluster(nodes=1) as kafka:
+            _say(f"Apache Kafka {kafka.version} on {kafka.bootstrap_servers} "
+                 f"(log {kafka.log_paths[0]})")
+            yield kafka.bootstrap_servers
+        _say("Apache Kafka stopped")
         return
     with EmbeddedBroker() as broker:
         _say(f"embedded broker (Tansu) on {broker.bootstrap_servers}")
@@ -190,7 +214,7 @@ def _pipeline(spark, bootstrap: str, source: str, sink: str, checkpoint: Path):
             .trigger(processingTime="1 second").start())
 
 
-def _audit(config: ClientConfig, topic: str, feeder: _Feeder) -> dict[str, int | bool]:
+def _audit(config: ClientConfig, topic: str, feeder: _Feeder) -> dict[str, Any]:
     from .cli.audit import audit_topic
 
     with KafkaWire(config) as wire:
@@ -198,6 +222,7 @@ def _audit(config: ClientConfig, topic: str, feeder: _Feeder) -> dict[str, int |
     ids = {int(json.loads(i)) for i in committed}
     totals = doc["totals"]
     return {
+        "_ids": ids,
         "feeder ok": feeder.error is None,
         "input committed": feeder.committed,
         "input aborted (never to appear)": feeder.aborted,
@@ -209,10 +234,25 @@ def _audit(config: ClientConfig, topic: str, feeder: _Feeder) -> dict[str, int |
     }
 
 
-def _report(audit: dict[str, int | bool]) -> int:
+def _java_check(bootstrap: str, topic: str, audit: dict[str, Any]) -> dict[str, int | bool]:
+    """Kafka's own read_committed consumer (kafka-tools) against the marker-resolving audit:
+    the same number of records and exactly the committed ids, each once."""
+    from .apache_kafka import KafkaTools
+
+    _say("reading the output with Kafka's Java console consumer (read_committed)")
+    records = KafkaTools(bootstrap).consume_expecting(topic, int(audit["output committed"]))
+    ids = Counter(json.loads(r.value)["id"] for r in records)
+    agrees = (len(records) == audit["output committed"]
+              and set(map(int, ids)) == audit.pop("_ids") and set(ids.values()) <= {1})
+    return {"java read_committed records": len(records), "java agrees": agrees}
+
+
+def _report(audit: dict[str, Any]) -> int:
     ok = (audit["feeder ok"] and audit["missing"] == 0 and audit["duplicates"] == 0
           and audit["aborted records leaked"] == 0 and audit["open transactions"] == 0
-          and audit["output committed"] == audit["input committed"])
+          and audit["output committed"] == audit["input committed"]
+          and audit.get("java agrees", True) is True)
+    audit.pop("_ids", None)
     width = max(len(k) for k in audit)
     print("\n  audit of the output topic (resolved from transaction markers)")
     for key, value in audit.items():

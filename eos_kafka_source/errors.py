@@ -74,6 +74,12 @@ class AuthenticationError(BrokerUnreachableError):
     condition = "EOSKAFKA_AUTHENTICATION_FAILED"
 
 
+class InvalidTimestampError(SchemaError):
+    """The broker refused a record's timestamp (too far in the future or the past)."""
+
+    condition = "EOSKAFKA_INVALID_TIMESTAMP"
+
+
 class ConnectionDroppedError(EosKafkaError):
     """The broker closed the connection instead of answering a request."""
 
@@ -108,6 +114,16 @@ class TransactionLostError(EosKafkaError):
     """A handed-off transaction can no longer be committed (fenced or expired)."""
 
     condition = "EOSKAFKA_TRANSACTION_LOST"
+
+
+class TransactionOutcomeUnknownError(EosKafkaError):
+    """EndTxn's outcome is not known (coordinator moved or unreachable): not a failure.
+
+    The decision stays recorded and undone; the batch fails and the restarted driver
+    rolls it forward (DESIGN.md section 1, "EndTxn outcome can be unknown").
+    """
+
+    condition = "EOSKAFKA_TRANSACTION_OUTCOME_UNKNOWN"
 
 
 class IdPrefixClashError(EosKafkaError):
@@ -170,6 +186,7 @@ for _code, _name, _retriable in [
     (29, "TOPIC_AUTHORIZATION_FAILED", False),
     (30, "GROUP_AUTHORIZATION_FAILED", False),
     (31, "CLUSTER_AUTHORIZATION_FAILED", False),
+    (32, "INVALID_TIMESTAMP", False),
     (35, "UNSUPPORTED_VERSION", False),
     (36, "TOPIC_ALREADY_EXISTS", False),
     (37, "INVALID_PARTITIONS", False),

@@ -8,10 +8,14 @@ workers see changes) is set. A spec is a comma-separated list of
 - ``/task`` limits the entry to task partition ``task``;
 - ``@flag`` makes it fire once: the flag file is created when it fires and the
   entry is skipped while the file exists (works across processes);
-- actions: ``raise`` (InjectedFault), ``kill`` (SIGKILL this process: a dead
-  Python worker), ``killgroup`` (SIGKILL the process group: a dead driver),
+- actions: ``raise`` (InjectedFault), ``drop`` (ConnectionDroppedError: the
+  connection lost here, e.g. before a broker's answer was read), ``kill``
+  (SIGKILL this process: a dead Python worker), ``killgroup`` (SIGKILL the
+  process group: a dead driver),
   ``block:<path>`` (write this process id to ``<path>.started``, wait for
-  ``<path>.release``).
+  ``<path>.release``; after ``EOSKAFKA_TEST_FAULTS_BLOCK_S`` seconds, 300 by
+  default, write ``<path>.expired`` and raise InjectedFault: a test that never
+  releases fails loudly instead of hanging).
 
 Example: ``commit.after_decision=killgroup@/tmp/once,write.after_flush/1=raise``.
 """
@@ -20,11 +24,14 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
 ENV = "EOSKAFKA_TEST_FAULTS"
 ENV_FILE = "EOSKAFKA_TEST_FAULTS_FILE"
+ENV_BLOCK_S = "EOSKAFKA_TEST_FAULTS_BLOCK_S"
+BLOCK_S = 300.0
 
 
 class InjectedFault(RuntimeError):
@@ -91,6 +98,10 @@ def _java_ancestor() -> int | None:
 def _act(action: str, name: str) -> None:
     if action == "raise":
         raise InjectedFault(f"injected fault at {name}")
+    if action == "drop":
+        from .errors import ConnectionDroppedError
+
+        raise ConnectionDroppedError(f"injected: connection lost at {name}")
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     if action == "killgroup":
@@ -101,7 +112,15 @@ def _act(action: str, name: str) -> None:
     if action.startswith("block:"):
         path = action.split(":", 1)[1]
         Path(f"{path}.started").write_text(str(os.getpid()))  # who is blocked (chaos harness)
+        limit = float(os.environ.get(ENV_BLOCK_S) or BLOCK_S)
+        deadline = time.monotonic() + limit
         while not os.path.exists(f"{path}.release"):
+            if time.monotonic() > deadline:
+                Path(f"{path}.expired").write_text(str(os.getpid()))
+                message = (f"fault point {name}: block:{path} not released within {limit:g}s "
+                           f"(no {path}.release)")
+                print(f"eoskafka faults: {message}", file=sys.stderr, flush=True)
+                raise InjectedFault(message)
             time.sleep(0.01)
         return
     raise ValueError(f"{ENV}: unknown action {action!r} at {name}")

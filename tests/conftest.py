@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import sys
 import tempfile
@@ -12,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools
 from eos_kafka_source.broker import EmbeddedBroker
+from tests.brokers import BROKER_KIND, KAFKA_VERSION, ON_TANSU
+from tests.kafka_security import SecureKafka, listener_specs, make_certificates, scram_users
 
 _counter = itertools.count()
 
@@ -34,15 +38,72 @@ def faults() -> Iterator[Callable[[str], None]]:
     _FAULTS_FILE.write_text("")
 
 
-@pytest.fixture(scope="session")
-def broker() -> Iterator[EmbeddedBroker]:
-    with EmbeddedBroker() as b:
-        yield b
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"eoskafka test broker: {BROKER_KIND} (EOSKAFKA_TEST_BROKER)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect (not skip) the cases written for the other kind of broker."""
+    other = "kafka_only" if ON_TANSU else "tansu_only"
+    keep = [i for i in items if i.get_closest_marker(other) is None]
+    dropped = [i for i in items if i.get_closest_marker(other) is not None]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")
-def bootstrap(broker: EmbeddedBroker) -> str:
+def broker(request: pytest.FixtureRequest) -> Iterator[EmbeddedBroker | KafkaCluster]:
+    """The session's broker: Tansu, or Apache Kafka (one node), per EOSKAFKA_TEST_BROKER;
+    Kafka also serves SASL and TLS listeners (tests/kafka_security.py)."""
+    if ON_TANSU:
+        with EmbeddedBroker() as b:
+            yield b
+        return
+    certs = request.getfixturevalue("kafka_certs")
+    with KafkaCluster(nodes=1, version=KAFKA_VERSION, listeners=listener_specs(certs),
+                      scram_users=scram_users()) as kafka:
+        yield kafka
+        _assert_nothing_left_open(kafka)
+
+
+def _assert_nothing_left_open(kafka: KafkaCluster) -> None:
+    """After the session, Kafka's own transactions tool finds nothing open and nothing hanging
+    (reported as an error in the teardown of the session's last test)."""
+    tools = KafkaTools(kafka.bootstrap_servers)
+    still_open = tools.open_transactions()
+    hanging = tools.hanging_transactions(broker_id=1)
+    assert not still_open and not hanging, (
+        f"transactions left behind by the test session: open {still_open[:10]}, "
+        f"hanging {hanging[:10]}"
+    )
+
+
+@pytest.fixture(scope="session")
+def kafka_certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The test CA and the certificates the session's Kafka broker serves."""
+    return make_certificates(tmp_path_factory.mktemp("kafka-certs"))
+
+
+@pytest.fixture(scope="session")
+def secure_kafka(broker: EmbeddedBroker | KafkaCluster,
+                 kafka_certs: dict[str, Path]) -> SecureKafka:
+    """The session Kafka's SASL_PLAINTEXT, SSL, MTLS and SASL_SSL listeners (kafka_only)."""
+    assert isinstance(broker, KafkaCluster), "secure_kafka needs a kafka_only test"
+    return SecureKafka(broker, kafka_certs)
+
+
+@pytest.fixture(scope="session")
+def bootstrap(broker: EmbeddedBroker | KafkaCluster) -> str:
     return broker.bootstrap_servers
+
+
+@pytest.fixture
+def debug_logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """Everything logged at DEBUG, kafka-python's request log included (secret checks)."""
+    for name in (None, "kafka", "eos_kafka_source"):
+        caplog.set_level(logging.DEBUG, logger=name)
+    return caplog
 
 
 @pytest.fixture
@@ -57,8 +118,15 @@ def spark():
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    if not ON_TANSU:
+        # Spark's own Kafka connector on the classpath (jars only, no cost until used):
+        # tests/spark/test_differential_*.py compare format("kafka") with format("eoskafka").
+        from eos_kafka_source.apache_kafka.spark_connector import spark_jars
+
+        builder = builder.config("spark.jars", spark_jars())
     session = (
-        SparkSession.builder.master(os.environ.get("EOSKAFKA_TEST_MASTER", "local[2,3]"))
+        builder.master(os.environ.get("EOSKAFKA_TEST_MASTER", "local[2,3]"))
         .appName("eoskafka-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")

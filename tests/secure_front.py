@@ -33,7 +33,6 @@ import selectors
 import socket
 import ssl
 import struct
-import subprocess
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -41,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eos_kafka_source.broker import EmbeddedBroker
+from tests.kafka_security import jaas, make_certificates  # noqa: F401 (re-exported)
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 #: Kafka API keys by name, for assertions on :attr:`SecureFront.requests`.
@@ -53,39 +53,6 @@ API_KEYS = {
 SASL_AUTHENTICATION_FAILED = 58
 UNSUPPORTED_SASL_MECHANISM = 33
 _HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-
-
-def make_certificates(directory: Path, host: str = "127.0.0.1",
-                      key_password: str = "client-key-pw") -> dict[str, Path]:
-    """PEM files made with the ``openssl`` CLI: a CA; a server certificate for ``host``
-    and a client certificate, both signed by it (the client's key encrypted with
-    ``key_password``); and an unrelated CA. Keys: ca, server_cert, server_key,
-    client_cert, client_key, other_ca."""
-    directory.mkdir(parents=True, exist_ok=True)
-    p = {name: directory / f"{name}.pem" for name in (
-        "ca", "ca_key", "server_cert", "server_key", "client_cert", "client_key",
-        "other_ca", "other_ca_key")}
-    san = f"IP:{host}" if host.replace(".", "").isdigit() else f"DNS:{host}"
-    (directory / "server.ext").write_text(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n")
-    (directory / "client.ext").write_text("basicConstraints=CA:FALSE\n"
-                                          "extendedKeyUsage=clientAuth\n")
-
-    def run(*args: str | Path) -> None:
-        subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)
-
-    for ca, key, name in (("ca", "ca_key", "eoskafka test CA"),
-                          ("other_ca", "other_ca_key", "someone else's CA")):
-        run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}",
-            "-keyout", p[key], "-out", p[ca])
-    for who, cn, key_args in (("server", host, ["-nodes"]),
-                              ("client", "alice", ["-passout", f"pass:{key_password}"])):
-        csr = directory / f"{who}.csr"
-        run("req", "-newkey", "rsa:2048", *key_args, "-subj", f"/CN={cn}",
-            "-keyout", p[f"{who}_key"], "-out", csr)
-        run("x509", "-req", "-in", csr, "-CA", p["ca"], "-CAkey", p["ca_key"],
-            "-CAcreateserial", "-days", "2", "-extfile", directory / f"{who}.ext",
-            "-out", p[f"{who}_cert"])
-    return {k: v for k, v in p.items() if not k.endswith("ca_key")}
 
 
 @dataclass
@@ -145,6 +112,8 @@ class SecureFront:
                 _close(sock)
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+            if self._thread.is_alive():
+                raise RuntimeError("secure front: the accept thread did not stop within 5 s")
 
     def reset(self) -> None:
         with self._lock:
@@ -289,13 +258,6 @@ class SecureFront:
     def _password_ok(self, user: str, password: str) -> bool:
         expected = self.users.get(user)
         return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
-
-
-def jaas(mechanism: str, user: str, password: str) -> str:
-    """A ``kafka.sasl.jaas.config`` line, as Java clients write it."""
-    module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mechanism == "PLAIN"
-              else "org.apache.kafka.common.security.scram.ScramLoginModule")
-    return f'{module} required username="{user}" password="{password}";'
 
 
 def sasl_options(bootstrap: str, mechanism: str, user: str, password: str, *,

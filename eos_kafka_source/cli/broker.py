@@ -1,4 +1,4 @@
-"""``eoskafka broker``: run the embedded development broker (Tansu) in the foreground.
+"""``eoskafka broker``: run a local broker in the foreground, Tansu or (``--kafka``) Apache Kafka.
 
 Prints the bootstrap address on stdout once the broker accepts connections (with
 ``--json``: one line ``{"version": 1, "bootstrap_servers", "port", "storage", "log"}``),
@@ -14,12 +14,15 @@ import signal
 import socket
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..broker import EmbeddedBroker
+
+if TYPE_CHECKING:
+    from ..apache_kafka import KafkaCluster
 from . import _common as c
 
-HELP = "run the embedded Kafka-compatible broker (Tansu) for development"
+HELP = "run a local broker: the embedded Tansu (default) or Apache Kafka (--kafka)"
 EPILOG = """\
 examples:
   eoskafka broker                          # a free port, in-memory storage
@@ -30,7 +33,9 @@ examples:
 The broker listens on 127.0.0.1 only. memory:// storage is lost when it stops;
 s3:// keeps records, open transactions and offsets across restarts. Tansu is a
 development broker: it never times transactions out and leaves Fetch's
-aborted-transactions list empty (see the README). Stop it with Ctrl-C.
+aborted-transactions list empty (see the README). --kafka runs Apache Kafka
+itself as local JVM processes (needs Java 17; its jars are fetched from Maven
+Central with mvn once and cached in ~/.cache/eoskafka). Stop it with Ctrl-C.
 
 exit status: 0 stopped by a signal, 2 could not start or died
 """
@@ -46,6 +51,12 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
                    help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--storage", default="memory://tansu/", metavar="URL",
                    help="Tansu storage engine: memory://tansu/ (default) or s3://BUCKET/")
+    p.add_argument("--kafka", action="store_true",
+                   help="run Apache Kafka (KRaft, JVM) instead of Tansu")
+    p.add_argument("--nodes", type=int, choices=(1, 3), default=1,
+                   help="with --kafka: 1 node, or 3 (replication 3, min.insync.replicas 2)")
+    p.add_argument("--kafka-version", choices=("4.3", "3.9"), default="4.3",
+                   help="with --kafka: 4.3 (default) or 3.9 (classic transaction protocol)")
     p.set_defaults(run=run)
 
 
@@ -70,23 +81,24 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = signal.signal(signum, lambda *_: stop.set())
-    broker = EmbeddedBroker(port=args.port, storage=args.storage)
+    broker = _make(args)
     try:
         broker.start()
+        log = _log_of(broker)
         if args.json:
             sys.stdout.write(json.dumps({
                 "version": c.JSON_VERSION, "bootstrap_servers": broker.bootstrap_servers,
-                "port": broker.port, "storage": broker.storage, "log": broker.log_path}) + "\n")
+                "port": _port_of(broker), "storage": _storage_of(broker), "log": log}) + "\n")
         else:
             sys.stdout.write(broker.bootstrap_servers + "\n")
         sys.stdout.flush()
-        sys.stderr.write(f"eoskafka: broker on {broker.bootstrap_servers} (storage "
-                         f"{broker.storage}, log {broker.log_path}); Ctrl-C stops it\n")
+        sys.stderr.write(f"eoskafka: {_name_of(broker)} on {broker.bootstrap_servers} (storage "
+                         f"{_storage_of(broker)}, log {log}); Ctrl-C stops it\n")
         sys.stderr.flush()
         while not stop.wait(_CHECK_S):
-            if not broker.running:
+            if not _alive(broker):
                 sys.stderr.write(f"eoskafka: error: the broker exited on its own; see its log "
-                                 f"at {broker.log_path}\n")
+                                 f"at {_log_of(broker)}\n")
                 return c.EXIT_ERROR
         sys.stderr.write("eoskafka: stopping the broker\n")
         return c.EXIT_OK
@@ -94,3 +106,49 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
         broker.stop()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _make(args: argparse.Namespace) -> EmbeddedBroker | KafkaCluster:
+    if not args.kafka:
+        if args.nodes != 1 or args.kafka_version != "4.3":
+            raise c.UsageError("--nodes and --kafka-version need --kafka (Tansu is one node)")
+        return EmbeddedBroker(port=args.port, storage=args.storage)
+    if args.storage != "memory://tansu/":
+        raise c.UsageError("--storage is Tansu's; Apache Kafka keeps its log in a temporary "
+                           "folder (printed) that is removed when it stops")
+    if args.port is not None and args.nodes != 1:
+        raise c.UsageError("--port works with one node; leave it out with --nodes 3")
+    from ..apache_kafka import KafkaCluster
+
+    cluster = KafkaCluster(nodes=args.nodes, version=args.kafka_version)
+    if args.port is not None:
+        cluster.nodes[0].port = args.port
+    return cluster
+
+
+def _alive(broker: EmbeddedBroker | KafkaCluster) -> bool:
+    if isinstance(broker, EmbeddedBroker):
+        return broker.running
+    return all(n.running for n in broker.nodes)
+
+
+def _log_of(broker: EmbeddedBroker | KafkaCluster) -> str:
+    if isinstance(broker, EmbeddedBroker):
+        return broker.log_path
+    return ",".join(str(p) for p in broker.log_paths)
+
+
+def _port_of(broker: EmbeddedBroker | KafkaCluster) -> int:
+    return broker.port if isinstance(broker, EmbeddedBroker) else broker.nodes[0].port
+
+
+def _storage_of(broker: EmbeddedBroker | KafkaCluster) -> str:
+    if isinstance(broker, EmbeddedBroker):
+        return broker.storage
+    return f"kafka-{broker.version} log.dirs under {broker.workdir}"
+
+
+def _name_of(broker: EmbeddedBroker | KafkaCluster) -> str:
+    if isinstance(broker, EmbeddedBroker):
+        return "Tansu broker"
+    return f"Apache Kafka {broker.version} ({len(broker.nodes)} node(s))"

@@ -16,9 +16,9 @@ Rules chosen here, beyond Spark's:
 * An option that would have no effect is an error: trigger limits on a batch
   read, ending offsets on a stream, producer settings on a source, consumer
   settings on a sink, exactly-once settings with ``at_least_once`` delivery.
-* ``startingOffsets``, ``startingTimestamp`` and ``startingOffsetsByTimestamp``
-  are mutually exclusive (Spark silently applies a precedence); the same for
-  the three ending options.
+* ``startingTimestamp``, ``startingOffsetsByTimestamp`` and ``startingOffsets``
+  follow Spark's precedence (in that order; the others are ignored with a
+  warning); the same for the three ending options.
 * ``kafka.isolation.level`` defaults to ``read_committed`` (Spark: uncommitted).
 
 >>> opts = SourceOptions.parse({"kafka.bootstrap.servers": "b:9092",

@@ -26,6 +26,9 @@ SOURCE_IGNORED = ("groupIdPrefix", "fetchOffset.numRetries", "fetchOffset.retryI
 SINK_OPTIONS = (
     "topic", "transactionalIdPrefix", "delivery.guarantee", "checkpointLocation",
     "decisionLogLocation", "producer.batchRecords",
+    # Spark users pass the source's includeHeaders to the sink too; as in Spark's sink, a
+    # headers column is written whenever the input has one, so the option only validates.
+    "includeHeaders",
 )
 
 MAX_FETCH_BYTES = 32 * 1024 * 1024
@@ -99,14 +102,6 @@ def _check_topic(option: str, topic: str) -> str:
         raise ConfigError(f"{option}: {topic!r} is not a valid Kafka topic name (1-249 "
                           f"characters from A-Z a-z 0-9 . _ -); fix the name.")
     return topic
-
-
-def _exclusive(opts: Mapping[str, str], names: tuple[str, ...]) -> str | None:
-    given = [n for n in names if _get(opts, n) is not None]
-    if len(given) > 1:
-        raise ConfigError(f"{' and '.join(given)} are all set, but they are alternatives; "
-                          f"keep only one of {', '.join(names)}.")
-    return given[0] if given else None
 
 
 def _refuse(opts: Mapping[str, str], reasons: Mapping[str, str], role: str) -> None:

@@ -47,6 +47,25 @@ def _sink_role_keys(opts: Mapping[str, str]) -> None:
                           "idempotent producer to avoid duplicates on retry. Remove it.")
 
 
+#: ``kafka.compression.type`` -> the record batch codec id (attributes bits 0-2).
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+#: Bytes of records per produce batch when ``kafka.batch.size`` is not set: under the
+#: brokers' default max.message.bytes (1 MiB). Java's 16 KiB default suits a producer
+#: that sends as records arrive; a task holds its rows already, and bigger batches win.
+DEFAULT_BATCH_BYTES = 900_000
+
+
+def _codec(opts: Mapping[str, str]) -> int:
+    """``kafka.compression.type``, refused early when its codec cannot be loaded here."""
+    name = _choice(opts, PREFIX + "compression.type", tuple(CODECS), "none") or "none"
+    codec = CODECS[name]
+    if codec:
+        from ..records.encode import compress
+
+        compress(codec, b"probe")  # ConfigError naming the package to install
+    return codec
+
+
 @dataclass(frozen=True)
 class SinkOptions:
     """Everything a Kafka write needs, validated; built on the driver, pickled to
@@ -65,6 +84,12 @@ class SinkOptions:
     transaction_timeout_ms: int = 900_000
     checkpoint_location: str | None = None
     linger_records: int = 10_000
+    #: Codec of every produce batch (``kafka.compression.type``; 0 = none).
+    compression: int = 0
+    #: Cap on a produce batch's uncompressed record bytes (``kafka.batch.size``; 0 means
+    #: one record per batch, as in Java). ``kafka.linger.ms`` needs no field: a task
+    #: batches from rows it already holds and flushes at its end, so it never waits.
+    batch_bytes: int = DEFAULT_BATCH_BYTES
 
     @property
     def exactly_once(self) -> bool:
@@ -97,6 +122,8 @@ class SinkOptions:
             opts, PREFIX + "transaction.timeout.ms", 900_000, maximum=MAX_TRANSACTION_TIMEOUT_MS,
             why=" Brokers refuse timeouts above their transaction.max.timeout.ms (default "
                 "900000, 15 min); use at most that unless the broker allows more.")
+        _bool(opts, "includeHeaders", False)  # accepted as Spark's sink does; see SINK_OPTIONS
+        _int(opts, PREFIX + "linger.ms", 0, minimum=0)  # valid, and met without waiting
         location = None
         for name in ("decisionLogLocation", "checkpointLocation"):
             value = _get(opts, name)
@@ -107,4 +134,8 @@ class SinkOptions:
             client=client, topic=topic, transactional_id_prefix=prefix, delivery=delivery,
             transaction_timeout_ms=timeout or 900_000, checkpoint_location=location,
             linger_records=_int(opts, "producer.batchRecords", 10_000) or 10_000,
+            compression=_codec(opts),
+            batch_bytes=_int(opts, PREFIX + "batch.size", DEFAULT_BATCH_BYTES, minimum=0,
+                             why=" It caps a produce batch's bytes, like the Java "
+                                 "producer's; e.g. 1048576.") or 0,
         )

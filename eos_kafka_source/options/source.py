@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,13 +31,14 @@ from ._common import (
     _bool,
     _check_topic,
     _choice,
-    _exclusive,
     _get,
     _int,
     _refuse,
     _reject_unknown,
     parse_duration_ms,
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -140,9 +142,21 @@ def _time_spec(opts: Mapping[str, str], name: str) -> dict[str, object]:
     return {"kind": "timestamps", "per_partition": per, "option": name}
 
 
+def _by_precedence(opts: Mapping[str, str], names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` that is set, as Spark resolves them (its
+    ``getKafkaOffsetRangeLimit``: global timestamp, then per-partition timestamps,
+    then offsets); the others are ignored, with a warning saying so."""
+    given = [n for n in names if _get(opts, n) is not None]
+    if len(given) > 1:
+        log.warning("eoskafka: %s is set, so %s %s ignored (Spark's precedence: %s)",
+                    given[0], " and ".join(given[1:]), "is" if len(given) == 2 else "are",
+                    " > ".join(names))
+    return given[0] if given else None
+
+
 def _starting(opts: Mapping[str, str], streaming: bool) -> StartingSpec:
-    name = _exclusive(opts, ("startingOffsets", "startingTimestamp",
-                             "startingOffsetsByTimestamp"))
+    name = _by_precedence(opts, ("startingTimestamp", "startingOffsetsByTimestamp",
+                                 "startingOffsets"))
     strategy = _choice(opts, "startingOffsetsByTimestampStrategy", ("error", "latest"), None)
     if strategy is not None and name not in ("startingTimestamp", "startingOffsetsByTimestamp"):
         raise ConfigError("startingOffsetsByTimestampStrategy only applies with "
@@ -167,8 +181,8 @@ def _starting(opts: Mapping[str, str], streaming: bool) -> StartingSpec:
 
 
 def _ending(opts: Mapping[str, str], streaming: bool) -> EndingSpec | None:
-    names = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
-    name = _exclusive(opts, names)
+    name = _by_precedence(opts, ("endingTimestamp", "endingOffsetsByTimestamp",
+                                 "endingOffsets"))
     if streaming:
         if name is not None:
             raise ConfigError(f"{name} applies to batch reads only; a stream has no end. "

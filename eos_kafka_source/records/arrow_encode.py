@@ -19,7 +19,7 @@ from array import array
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eos_kafka_source.records.encode import frame_batch
+from eos_kafka_source.records.encode import compress, frame_batch
 from eos_kafka_source.records.header import TRANSACTIONAL_MASK
 
 #: Unsigned values below this have their base-128 varint in the lookup table.
@@ -110,8 +110,12 @@ def encode_arrow(
     producer_epoch: int,
     base_sequence: int,
     transactional: bool,
+    compression: int = 0,
 ) -> bytes | None:
-    """One uncompressed v2 batch at base offset 0 (as ``encode_batch``), or None.
+    """One v2 batch at base offset 0 (as ``encode_batch``), or None.
+
+    ``compression`` is a codec id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd): the
+    records section is built column-wise as ever, then compressed whole.
 
     ``keys`` and ``values`` are binary arrays of the same length (``keys`` None: every
     key null); ``timestamps_ms`` an int64 array of the same length, or one int for all.
@@ -162,8 +166,13 @@ def encode_arrow(
         pc.take(table, body_zz), _ZERO, ts_deltas, offset_deltas, key_lengths, key_data,
         value_lengths, values.fill_null(b"") if values.null_count else values, _ZERO, _EMPTY,
     )
-    return frame_batch(0, TRANSACTIONAL_MASK if transactional else 0, n, first_ts, max_ts,
-                  producer_id, producer_epoch, base_sequence, _section(records, n))
+    section: bytes | memoryview = _section(records, n)
+    attributes = TRANSACTIONAL_MASK if transactional else 0
+    if compression:
+        section = compress(compression, section)
+        attributes |= compression
+    return frame_batch(0, attributes, n, first_ts, max_ts, producer_id, producer_epoch,
+                       base_sequence, section)
 
 
 def _section(records: pa.Array, n: int) -> memoryview:

@@ -1,8 +1,26 @@
-"""Finishes hand-offs: EndTxn commit or abort for many transactions at once.
+"""Finishes hand-offs: EndTxn commit or abort for many transactions, sorted by outcome.
 
-Outcomes are sorted into done, lost (fenced, expired, unknown: the transaction
-can no longer be committed) and unknown (the broker kept dropping the
-connection); the caller decides what each means for the batch.
+Like Kafka's own producer (``TransactionManager.EndTxnHandler``), it keeps "unknown"
+apart from "failed":
+
+- **done**: the coordinator answered NONE. Nothing else means committed.
+- **lost** (definitive failures; reasoned against ``TransactionCoordinator.endTransaction``,
+  generation 1 / EndTxn v4): PRODUCER_FENCED (90; INVALID_PRODUCER_EPOCH, 47, below v2):
+  the id's epoch moved past ours, by an InitProducerId (which aborts an ongoing
+  transaction) or by the coordinator's own timeout abort (which bumps the epoch); a
+  retried commit of a transaction that did complete would answer NONE, since a completed
+  state keeps the epoch. INVALID_PRODUCER_ID_MAPPING (49): the coordinator holds another
+  producer id (or none) for the transactional id. INVALID_TXN_STATE (48): the state
+  cannot reach our outcome (commit after abort: CompleteAbort/PrepareAbort; Empty).
+  A broker that keeps closing the connection on one EndTxn while it answers other
+  requests at once is rejecting it (Tansu's answer to a stale epoch): asked twice, lost.
+- **unknown**: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE (both can come back after
+  PrepareCommit reached the log: a new coordinator then completes the commit),
+  COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS, NETWORK_EXCEPTION, a dropped
+  connection, a timeout, no coordinator found: look the coordinator up again and retry
+  until the outcome is known or ``deadline_s`` passes. Whatever is still unknown then is
+  reported as such, never as lost: the caller keeps the decision.
+
 Runs on: the driver (commit/abort workers and the planning worker's recovery).
 """
 
@@ -12,85 +30,202 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from ..errors import ConnectionDroppedError
+from ..errors import (
+    BrokerUnreachableError,
+    ConnectionDroppedError,
+    KafkaProtocolError,
+    TimeoutError_,
+)
 from ..faults import armed, fault_point
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, verify_txns
+from ..wire.txn import COORDINATOR_MOVED, RETRY_IN_PLACE, EndTxnOutcome, coordinator_answers
 from .handoff import TxnHandoff
 
 log = logging.getLogger(__name__)
 
-_DROP_RETRIES = 3
+#: EndTxn answers that end a transaction for good without our outcome (module docstring).
+DEFINITIVE = frozenset({47, 48, 49, 90})
+#: Errors of a whole round (finding coordinators, connecting) that say nothing of outcomes.
+_ROUND_ERRORS = (BrokerUnreachableError, ConnectionDroppedError, TimeoutError_,
+                 KafkaProtocolError)
+#: Times a reachable coordinator may close the connection on one EndTxn before it counts
+#: as a rejection (Tansu drops the connection for a stale epoch instead of answering).
+_REJECTING_DROPS = 2
+_BACKOFF_S = (0.05, 1.0)
 
 
 @dataclass
 class FinishReport:
     done: list[TxnHandoff] = field(default_factory=list)
+    #: Definitively not finished with the wanted outcome (fenced, expired, wrong state).
     lost: list[tuple[TxnHandoff, str]] = field(default_factory=list)
+    #: Outcome unknown when the deadline passed: maybe committed, maybe not.
+    unknown: list[tuple[TxnHandoff, str]] = field(default_factory=list)
+    #: Transactional ids among ``lost`` whose earlier attempt had an unknown outcome.
+    uncertain: set[str] = field(default_factory=set)
     seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
-        return not self.lost
+        return not self.lost and not self.unknown
 
     def describe_lost(self) -> list[str]:
         return [f"{h.describe()}: {reason}" for h, reason in self.lost]
 
+    def describe_unknown(self) -> list[str]:
+        return [f"{h.describe()}: {reason}" for h, reason in self.unknown]
 
-def finish(wire: KafkaWire, handoffs: list[TxnHandoff], *, commit: bool) -> FinishReport:
-    """EndTxn(commit or abort) every open hand-off; retries dropped connections.
+    def merge(self, other: FinishReport) -> None:
+        self.done += other.done
+        self.lost += other.lost
+        self.unknown += other.unknown
+        self.uncertain |= other.uncertain
 
-    Repeating an EndTxn with the same outcome is harmless (Kafka and Tansu
-    accept it), which is what makes roll-forward and double commit safe.
+
+def finish(wire: KafkaWire, handoffs: list[TxnHandoff], *, commit: bool,
+           deadline_s: float = 60.0) -> FinishReport:
+    """EndTxn(commit or abort) every open hand-off, retrying unknown outcomes to the deadline.
+
+    Repeating an EndTxn with the same outcome is harmless (Kafka and Tansu accept it),
+    which is what makes retries, roll-forward and double commit safe.
     """
     started = time.perf_counter()
+    deadline = time.monotonic() + deadline_s
     pending = [h for h in handoffs if h.open]
     if commit and len(pending) > 1 and armed("commit.between_endtxn"):
-        report = _finish(wire, pending[:1], commit)  # a test stops the driver in between
+        report = _finish(wire, pending[:1], commit, deadline)  # a test acts in between
         fault_point("commit.between_endtxn")
-        rest = _finish(wire, pending[1:], commit)
-        report.done += rest.done
-        report.lost += rest.lost
+        report.merge(_finish(wire, pending[1:], commit, deadline))
     else:
-        report = _finish(wire, pending, commit)
+        report = _finish(wire, pending, commit, deadline)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool) -> FinishReport:
+def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool,
+            deadline: float) -> FinishReport:
     report = FinishReport()
-    for attempt in range(_DROP_RETRIES + 1):
+    unknown: dict[str, str] = {}  # tid -> why its last attempt's outcome is unknown
+    drops: dict[str, int] = {}  # tid -> connections a reachable coordinator closed on it
+    backoff = _BACKOFF_S[0]
+    while pending:
+        try:
+            coordinators = find_coordinators(wire, [h.transactional_id for h in pending])
+            if commit:
+                fault_point("commit.before_endtxn")  # a test moves the coordinator here
+        except _ROUND_ERRORS as exc:
+            if isinstance(exc, KafkaProtocolError) and not exc.retriable:
+                raise  # e.g. TRANSACTIONAL_ID_AUTHORIZATION_FAILED: nothing was sent
+            wire.close()
+            unknown.update({h.transactional_id: f"no coordinator: {exc}" for h in pending})
+        else:
+            txns = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch))
+                    for h in pending]
+            outcomes = end_txns(wire, coordinators, txns, commit,
+                                deadline_s=max(min(10.0, deadline - time.monotonic()), 0.0))
+            retry = []
+            for handoff, outcome in zip(pending, outcomes, strict=True):
+                verdict = _sort(wire, outcome, drops)
+                tid = handoff.transactional_id
+                if verdict == "done":
+                    report.done.append(handoff)
+                elif verdict == "lost":
+                    why = str(outcome.error)
+                    if tid in unknown:
+                        report.uncertain.add(tid)
+                        why += f" (after an attempt whose outcome was unknown: {unknown[tid]})"
+                    report.lost.append((handoff, why))
+                else:
+                    unknown[tid] = str(outcome.error)
+                    retry.append(handoff)
+            if _gives_up(outcomes):
+                report.unknown += [(h, unknown[h.transactional_id]) for h in retry]
+                return report
+            pending = retry
         if not pending:
             break
-        coordinators = find_coordinators(wire, [h.transactional_id for h in pending])
-        txns = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch)) for h in pending]
-        outcomes = end_txns(wire, coordinators, txns, commit)
-        retry = []
-        for handoff, outcome in zip(pending, outcomes, strict=True):
-            if outcome.ok:
-                report.done.append(handoff)
-            elif isinstance(outcome.error, ConnectionDroppedError) and attempt < _DROP_RETRIES:
-                retry.append(handoff)
-            else:
-                report.lost.append((handoff, str(outcome.error)))
-        if retry:
-            wire.close()  # reconnect: the drop may have been the network, not a fence
-            time.sleep(0.05 * (attempt + 1))
-        pending = retry
+        if time.monotonic() >= deadline:
+            report.unknown += [(h, unknown[h.transactional_id]) for h in pending]
+            log.warning("eoskafka: gave up on %d EndTxn(s) whose outcome is unknown",
+                        len(pending))
+            break
+        log.info("eoskafka: %d EndTxn outcome(s) unknown, looking up coordinators again: %s",
+                 len(pending), "; ".join(sorted(set(unknown.values())))[:500])
+        time.sleep(min(backoff, max(deadline - time.monotonic(), 0.0)))
+        backoff = min(backoff * 2, _BACKOFF_S[1])
     return report
 
 
-def dead_handoffs(wire: KafkaWire, handoffs: list[TxnHandoff]) -> list[tuple[TxnHandoff, str]]:
+def _sort(wire: KafkaWire, outcome: EndTxnOutcome, drops: dict[str, int]) -> str:
+    """"done", "lost" or "unknown" for one EndTxn answer (module docstring)."""
+    if outcome.ok:
+        return "done"
+    error = outcome.error
+    if isinstance(error, KafkaProtocolError):
+        if error.code in DEFINITIVE:
+            return "lost"
+        if error.code in RETRY_IN_PLACE or error.code in COORDINATOR_MOVED:
+            return "unknown"
+        return "unknown"  # an unexpected code tells nothing about the outcome either
+    if isinstance(error, ConnectionDroppedError):
+        # Ask the broker again, do not assume: a coordinator that answers at once right
+        # after closing the connection on this EndTxn closed it on purpose.
+        tid = outcome.transactional_id
+        if outcome.node >= 0 and coordinator_answers(wire, outcome.node, tid):
+            drops[tid] = drops.get(tid, 0) + 1
+            if drops[tid] >= _REJECTING_DROPS:
+                return "lost"
+        return "unknown"
+    return "unknown"  # TimeoutError_
+
+
+def _gives_up(outcomes: list[EndTxnOutcome]) -> bool:
+    """Whether an answer makes retrying pointless (an unexpected, non-retriable code)."""
+    return any(isinstance(o.error, KafkaProtocolError) and o.error.code not in DEFINITIVE
+               and o.error.code not in RETRY_IN_PLACE and o.error.code not in COORDINATOR_MOVED
+               for o in outcomes)
+
+
+def dead_handoffs(wire: KafkaWire, handoffs: list[TxnHandoff], *,
+                  deadline_s: float = 60.0) -> list[tuple[TxnHandoff, str]]:
     """The open hand-offs whose transaction can no longer be committed, and why.
 
     Checked before the decision, so a transaction fenced between its task's hand-off and
-    the commit (a zombie or a retried attempt re-initialised its id) fails the whole batch,
-    nothing committed, instead of a partial commit that loses that task's records.
+    the commit (a zombie or a retried attempt re-initialised its id, or it timed out) fails
+    the whole batch, nothing committed, instead of a partial commit that loses that task's
+    records. A coordinator that moved is looked up again; one that cannot be reached
+    before ``deadline_s`` raises (nothing is decided yet, the batch fails and replays).
     """
     pending = [h for h in handoffs if h.open]
-    if not pending:
-        return []
-    coordinators = find_coordinators(wire, [h.transactional_id for h in pending])
-    checks = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch),
-               [(t, p) for t, p, _ in h.partitions]) for h in pending]
-    errors = verify_txns(wire, coordinators, checks)
-    return [(h, str(e)) for h, e in zip(pending, errors, strict=True) if e is not None]
+    dead: list[tuple[TxnHandoff, str]] = []
+    deadline = time.monotonic() + deadline_s
+    backoff = _BACKOFF_S[0]
+    while pending:
+        try:
+            coordinators = find_coordinators(wire, [h.transactional_id for h in pending])
+            checks = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch),
+                       [(t, p) for t, p, _ in h.partitions]) for h in pending]
+            errors = verify_txns(wire, coordinators, checks)
+        except _ROUND_ERRORS as exc:
+            if (isinstance(exc, KafkaProtocolError) and not exc.retriable) or (
+                    time.monotonic() >= deadline):
+                raise
+            wire.close()
+            errors = [None] * len(pending)
+            moved = list(pending)
+        else:
+            moved = []
+            for h, e in zip(pending, errors, strict=True):
+                if e is not None and e.code in COORDINATOR_MOVED | RETRY_IN_PLACE:
+                    moved.append(h)
+                elif e is not None:
+                    dead.append((h, str(e)))
+        if moved and time.monotonic() >= deadline:
+            raise TimeoutError_(
+                f"could not check {len(moved)} transaction(s) before deciding: their "
+                "coordinator kept moving or was unreachable; nothing was committed")
+        pending = moved
+        if pending:
+            time.sleep(backoff)
+            backoff = min(backoff * 2, _BACKOFF_S[1])
+    return dead

@@ -10,7 +10,8 @@ Layout (each file written once, atomically via write-then-rename):
 ``decisions/<batch>.json`` the decision; ``decisions/<batch>.done`` its
 completion (with any lost hand-offs); ``decisions/<batch>.recovery`` a replay's
 hand-offs that rewrite lost task partitions; ``pool.json`` the size of the
-transactional-id pool and the epochs the driver fenced ids to.
+transactional-id pool and the epochs the driver fenced ids to; ``planned.json`` when
+the last batch was prepared.
 Runs on: the driver only (planning and commit workers).
 """
 
@@ -166,6 +167,15 @@ class DecisionLog:
         for batch_id in ids[:-_KEEP_DONE]:
             if self._exists(f"decisions/{batch_id:020d}.done"):
                 self.void(batch_id)
+
+    def mark_planned(self) -> None:
+        """When the driver last prepared a batch (its tasks start after): a batch older
+        than the transaction timeout at commit was aborted by Kafka, not by a zombie."""
+        self._write("planned.json", {"planned_at": time.time()})
+
+    def planned_at(self) -> float | None:
+        data = self._read("planned.json")
+        return None if data is None else float(data["planned_at"])
 
     # -- pool ----------------------------------------------------------------------------------
 

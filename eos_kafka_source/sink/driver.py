@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from ..errors import TransactionLostError
+from ..errors import TimeoutError_, TransactionLostError, TransactionOutcomeUnknownError
 from ..faults import fault_point
 from ..wire import TXN_PROTOCOL, KafkaWire, ProducerIdentity
 from .claims import claim_prefix
@@ -28,6 +28,13 @@ from .handoff import TxnHandoff
 from .naming import TransactionalIdFactory
 
 log = logging.getLogger(__name__)
+
+#: Past a transaction's own timeout, how long until its coordinator has surely aborted it:
+#: the coordinator looks for timed-out transactions every
+#: transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s by default).
+_TIMEOUT_CHECK_SLACK_S = 15.0
+#: Aborts give up sooner: the fencing that follows them aborts whatever is still open.
+_ABORT_DEADLINE_S = 30.0
 
 
 class DriverProtocol:
@@ -50,6 +57,9 @@ class DriverProtocol:
         self.timeout_ms = transaction_timeout_ms
         self.claim_topic = claim_topic
         self.last_report: FinishReport | None = None
+        #: How long an unknown EndTxn outcome is retried: until the transaction's own
+        #: timeout has surely passed (after that nothing will change it but us).
+        self.commit_deadline_s = transaction_timeout_ms / 1000 + _TIMEOUT_CHECK_SLACK_S
 
     # -- planning worker -----------------------------------------------------------------------
 
@@ -61,25 +71,51 @@ class DriverProtocol:
             if self.claim_topic is not None:
                 claim_prefix(wire, self.ids.prefix, self.owner, self.claim_topic)
             for decision in self.decisions.undone():
-                self._roll_forward(wire, decision.batch_id, list(decision.handoffs))
+                # A loss is recorded, not raised: the batch about to run is this one's
+                # replay, whose commit rewrites the lost task partitions or fails LOST.
+                self._roll_forward(wire, decision.batch_id, list(decision.handoffs),
+                                   raise_lost=False)
             pool = self.decisions.pool()
             if new_run or pool.size == 0 or not pool.clean:
                 self._fence_pool(wire, pool, probe=True)
+            self.decisions.mark_planned()
 
-    def _roll_forward(self, wire: KafkaWire, batch_id: int, handoffs: list[TxnHandoff]) -> None:
+    def _roll_forward(self, wire: KafkaWire, batch_id: int, handoffs: list[TxnHandoff], *,
+                      raise_lost: bool = True) -> None:
+        """Finish a recorded decision; unknown outcomes keep it undone (and raise)."""
         assert self.decisions is not None
-        report = finish(wire, handoffs, commit=True)
+        report = finish(wire, handoffs, commit=True, deadline_s=self.commit_deadline_s)
+        if report.unknown:
+            self._raise_unknown(batch_id, report, "rolling it forward")
         lost = report.describe_lost()
         self.decisions.mark_done(batch_id, lost, [h for h, _ in report.lost])
         log.warning("eoskafka: rolled batch %s forward: %d transactions committed, %d lost",
                     batch_id, len(report.done), len(report.lost))
         if lost:
+            log.error("eoskafka: batch %s: %d decided transaction(s) were aborted before the "
+                      "restarted driver could commit them (down longer than "
+                      "kafka.transaction.timeout.ms=%d?); the replay of the batch rewrites "
+                      "them if it writes the same rows, else fails with "
+                      "EOSKAFKA_TRANSACTION_LOST: %s", batch_id, len(lost), self.timeout_ms,
+                      "; ".join(lost))
+        if lost and raise_lost:
             raise TransactionLostError(
                 f"batch {batch_id} was decided but {len(lost)} of its transactions could not be "
-                "committed when the restarted driver rolled it forward; their records are lost: "
+                "committed when it was rolled forward (aborted by Kafka: the driver was "
+                f"probably down longer than kafka.transaction.timeout.ms={self.timeout_ms}); "
+                "their records are LOST unless the replay of this batch rewrites them: "
                 + "; ".join(lost)
-                + ". The driver was probably down longer than kafka.transaction.timeout.ms"
             )
+
+    def _raise_unknown(self, batch_id: int | None, report: FinishReport, doing: str) -> None:
+        unknown = report.describe_unknown()
+        raise TransactionOutcomeUnknownError(
+            f"batch {batch_id}: the outcome of {len(unknown)} EndTxn(s) is unknown after "
+            f"{report.seconds:.0f} s of {doing} (their coordinator moved or could not be "
+            "reached); the decision is kept and the batch fails: the restarted query rolls "
+            "it forward before any task starts, committing each transaction once. Check the "
+            "brokers hosting __transaction_state. " + "; ".join(unknown)
+        )
 
     def _fence_pool(self, wire: KafkaWire, pool: PoolState, *, probe: bool) -> None:
         fenced = fence_identities(wire, self.ids.pool(pool.size), self.timeout_ms)
@@ -113,7 +149,9 @@ class DriverProtocol:
                 fault_point("commit.before_decision")
                 self.decisions.decide(batch_id, [h for h in handoffs if h.open])
             fault_point("commit.after_decision")
-            report = finish(wire, handoffs, commit=True)
+            report = finish(wire, handoffs, commit=True, deadline_s=self.commit_deadline_s)
+            if report.unknown:
+                self._raise_unknown(batch_id, report, "committing")  # never void, never done
             if report.lost:
                 self._after_loss(batch_id, report)
             if self.decisions is not None and batch_id is not None:
@@ -151,7 +189,7 @@ class DriverProtocol:
                 self.decisions.record_recovery(batch_id, recovery)
         kept = {(h.transactional_id, h.epoch) for h in [*previous.handoffs, *recovery]}
         duplicates = [h for h in fresh if (h.transactional_id, h.epoch) not in kept]
-        finish(wire, duplicates, commit=False)
+        finish(wire, duplicates, commit=False, deadline_s=_ABORT_DEADLINE_S)
         if recovery:
             self._recover(wire, previous, recovery)
         log.warning("eoskafka: batch %s was already committed; aborted %d replayed transactions",
@@ -160,7 +198,9 @@ class DriverProtocol:
 
     def _recover(self, wire: KafkaWire, previous: Decision, recovery: list[TxnHandoff]) -> None:
         assert self.decisions is not None
-        report = finish(wire, recovery, commit=True)
+        report = finish(wire, recovery, commit=True, deadline_s=self.commit_deadline_s)
+        if report.unknown:
+            self._raise_unknown(previous.batch_id, report, "rewriting lost transactions")
         rewritten = {h.task_partition for h in report.done}
         still = [h for h in previous.lost_handoffs if h.task_partition not in rewritten]
         lost = [f"{h.describe()}: lost, not rewritten by a replay" for h in still]
@@ -178,8 +218,11 @@ class DriverProtocol:
     def _after_loss(self, batch_id: int | None, report: FinishReport) -> None:
         lost = report.describe_lost()
         if self.decisions is not None and batch_id is not None:
-            if not report.done:
-                self.decisions.void(batch_id)  # nothing committed: Spark can replay the batch
+            if not report.done and not report.uncertain:
+                # Every EndTxn got a definitive failure and none an unknown outcome first:
+                # nothing was committed, so withdrawing the decision lets Spark replay it.
+                self.decisions.void(batch_id)
+                self._raise_if_too_long(batch_id, report.lost)
                 raise TransactionLostError(
                     f"batch {batch_id}: no transaction could be committed (fenced or expired), "
                     "nothing was written; the batch fails and will be replayed on restart: "
@@ -222,14 +265,35 @@ class DriverProtocol:
 
     def _refuse_dead(self, wire: KafkaWire, batch_id: int, handoffs: list[TxnHandoff]) -> None:
         """Before deciding: every transaction must still be live, or nothing is committed."""
-        dead = dead_handoffs(wire, handoffs)
+        dead = dead_handoffs(wire, handoffs, deadline_s=self.commit_deadline_s)
         if dead:
+            self._raise_if_too_long(batch_id, dead)
             raise TransactionLostError(
                 f"batch {batch_id}: {len(dead)} of its transactions were fenced after their "
                 "tasks handed them over (a zombie or another attempt re-initialised the id); "
                 "nothing was committed, the batch fails and will be replayed: "
                 + "; ".join(f"{h.describe()}: {why}" for h, why in dead)
             )
+
+    def _raise_if_too_long(self, batch_id: int,
+                           dead: list[tuple[TxnHandoff, str]]) -> None:
+        """Fenced transactions of a batch that ran past the transaction timeout: Kafka
+        aborted them, and the replay (same offsets) would take as long: say so, once."""
+        assert self.decisions is not None
+        planned = self.decisions.planned_at()
+        elapsed_s = time.time() - planned if planned else 0.0
+        if elapsed_s * 1000 < self.timeout_ms:
+            return  # younger than the timeout: fenced by a zombie or a retry, not by time
+        raise TimeoutError_(
+            f"batch {batch_id} ran {elapsed_s:.0f} s, longer than "
+            f"kafka.transaction.timeout.ms={self.timeout_ms}: Kafka aborted its "
+            f"{len(dead)} transaction(s) before the driver could commit them, nothing was "
+            "written. A replay reads the same offsets, so raise kafka.transaction.timeout.ms "
+            "(up to the broker's transaction.max.timeout.ms) before restarting, and lower "
+            "the source's maxOffsetsPerTrigger so later batches fit the timeout (a task only "
+            "stalled once will commit on replay): "
+            + "; ".join(f"{h.describe()}: {why}" for h, why in dead)
+        )
 
     def _refuse_superseded(self, handoffs: list[TxnHandoff], pool: PoolState) -> None:
         stale = [h for h in handoffs
@@ -250,12 +314,13 @@ class DriverProtocol:
             if self.decisions is not None and batch_id is not None:
                 previous = self.decisions.get(batch_id)
                 if previous is not None:
-                    # commit() raised after the decision: the decision stands, roll forward.
+                    # commit() raised after the decision: the decision stands, roll forward
+                    # (an unknown outcome raises here, before any fencing could abort it).
                     if not previous.done:
                         self._roll_forward(wire, batch_id, list(previous.handoffs))
                     decided = {(h.transactional_id, h.epoch) for h in previous.handoffs}
             finish(wire, [h for h in handoffs if (h.transactional_id, h.epoch) not in decided],
-                   commit=False)
+                   commit=False, deadline_s=_ABORT_DEADLINE_S)
             if self.decisions is not None:
                 pool = self.decisions.pool()
                 pool.size = max(pool.size, tasks)

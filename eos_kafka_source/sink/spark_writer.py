@@ -136,6 +136,7 @@ class _Writer:
                 wire, transactional_id=tid, topic=self.sink.topic,
                 transaction_timeout_ms=self.sink.transaction_timeout_ms,
                 batch_records=self.sink.linger_records, context=context,
+                compression=self.sink.compression, batch_bytes=self.sink.batch_bytes,
             )
             writer.open()
             try:

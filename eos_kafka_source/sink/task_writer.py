@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import RecordTooLargeError, for_code
+from ..errors import RecordTooLargeError
 from ..faults import fault_point
 from ..records import encode_batch
 from ..records.arrow_encode import encode_arrow
@@ -32,19 +32,21 @@ from ..wire import (
     find_coordinator,
     init_idempotent,
     init_producer_ids,
-    produce_errors,
-    produce_request,
     require_topics,
 )
+from ..wire.cluster import fresh_leaders, topic_configs
+from ..wire.retry import Deadline
+from .batching import DEFAULT_MAX_MESSAGE_BYTES, pack_requests, record_sizes, split_by_bytes
 from .columns import unpack
 from .handoff import TxnHandoff
 from .partitioner import Router, take, take_arrow
+from .produce import Batch, ProducePipeline
 
 TopicPartition = tuple[str, int]
 _MAX_IN_FLIGHT = 5  # per leader; the idempotent producer's ordering limit
-_DUPLICATE_SEQUENCE = 46
 _BATCH_BYTES = 900_000  # under the brokers' default max.message.bytes (1 MiB)
 _MAX_REQUEST_SIZE = 1_048_576  # the Java producer's default max.request.size
+_DELIVERY_TIMEOUT_MS = 120_000  # the Java producer's default delivery.timeout.ms
 
 
 Headers = list[tuple[str, bytes | None]]
@@ -59,7 +61,7 @@ class _Pending:
     millions of live tuples would make CPython's cyclic GC dominate the write path.
     """
 
-    __slots__ = ("values", "keys", "stamps", "headers", "count")
+    __slots__ = ("values", "keys", "stamps", "headers", "count", "bytes")
 
     def __init__(self) -> None:
         self.values: list[pa.Array] = []
@@ -67,6 +69,7 @@ class _Pending:
         self.stamps: list[pa.Array] = []
         self.headers: list[Headers | None] | None = None  # per record, once any has some
         self.count = 0
+        self.bytes = 0  # of values and keys: when to send, before the exact cut by size
 
     def add(self, values: pa.Array, keys: pa.Array | None, stamps: pa.Array,
             headers: list[Headers] | None) -> None:
@@ -79,6 +82,7 @@ class _Pending:
         self.keys.append(keys)
         self.stamps.append(stamps)
         self.count += n
+        self.bytes += values.nbytes + (0 if keys is None else keys.nbytes)
 
     def columns(self) -> _Columns:
         """All records as (values, keys or None when all null, timestamps, headers)."""
@@ -105,6 +109,8 @@ class TaskWriter:
         transaction_timeout_ms: int,
         batch_records: int,
         context: dict[str, Any],
+        compression: int = 0,
+        batch_bytes: int = _BATCH_BYTES,
     ) -> None:
         self.wire = wire
         self.transactional_id = transactional_id
@@ -112,19 +118,25 @@ class TaskWriter:
         self.timeout_ms = transaction_timeout_ms
         self.batch_records = batch_records
         self.context = context
+        self.compression = compression  # codec id of every batch (kafka.compression.type)
+        self.batch_bytes = batch_bytes  # uncompressed bytes per batch (kafka.batch.size)
         self.producer: ProducerIdentity | None = None
         self.coordinator: int | None = None
         self._topics: dict[str, TopicInfo] = {}
         self._in_txn: set[TopicPartition] = set()
         self._sequence: dict[TopicPartition, int] = {}
-        self._counts: dict[TopicPartition, int] = {}
         self._buffers: dict[TopicPartition, _Pending] = {}
-        self._in_flight: dict[int, list[tuple[Any, dict[TopicPartition, int]]]] = {}
+        self._batch_bytes: dict[str, int] = {}
         self._router = Router(topic, lambda t: len(self._info(t).leaders),
                               start=context.get("task_partition", 0))
         self.bytes = 0
         extra = dict(wire.config.extra)
         self.max_request_size = int(extra.get("max.request.size", _MAX_REQUEST_SIZE))
+        self.pipeline = ProducePipeline(
+            wire, transactional_id, leader=self._leader, refresh=self._refresh,
+            max_in_flight=_MAX_IN_FLIGHT, request_timeout_ms=wire.config.request_timeout_ms,
+            delivery_timeout_s=int(extra.get("delivery.timeout.ms", _DELIVERY_TIMEOUT_MS)) / 1000,
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -164,8 +176,8 @@ class TaskWriter:
                         None if keys is None else take_arrow(keys, selection),
                         take_arrow(stamps, selection),
                         take(rows.headers, selection) if rows.headers else None)
-            if pending.count >= chunk:
-                self._send({tp: self._buffers.pop(tp)}, chunk)
+            if pending.count >= chunk or pending.bytes >= self._batch_limit(tp[0]):
+                self._send({tp: self._buffers.pop(tp)})
 
     def _check_record_sizes(self, batch: pa.RecordBatch) -> None:
         """Refuse a record larger than ``kafka.max.request.size`` before sending anything.
@@ -188,25 +200,23 @@ class TaskWriter:
             )
 
     def _chunk_records(self, batch: pa.RecordBatch, n: int) -> int:
-        """Records per Produce batch: ``producer.batchRecords``, fewer for big records.
-
-        Brokers refuse batches over ``max.message.bytes`` (1 MiB by default).
-        """
+        """Records per partition to gather before sending (and per sticky-partition chunk):
+        ``producer.batchRecords``, fewer for big records. Batches are then cut by bytes."""
         size = sum(batch.column(i).nbytes for i in range(batch.num_columns)) / n
-        return max(1, min(self.batch_records, int(_BATCH_BYTES // (size + 16))))
+        return max(1, min(self.batch_records, int(self.batch_bytes // (size + 16))))
 
     def flush(self) -> None:
         buffers, self._buffers = self._buffers, {}
         if buffers:
-            self._send(buffers, self.batch_records)
-        for node in list(self._in_flight):
-            self._drain(node, 0)
+            self._send(buffers)
+        self.pipeline.flush()
         fault_point("write.after_flush", task=self.context.get("task_partition"))
 
     def handoff(self) -> TxnHandoff:
         self.flush()
         assert self.producer is not None
-        partitions = tuple(sorted((t, p, n) for (t, p), n in self._counts.items()))
+        counts = self.pipeline.acked
+        partitions = tuple(sorted((t, p, n) for (t, p), n in counts.items()))
         return TxnHandoff(
             transactional_id=self.transactional_id or "",
             producer_id=self.producer.producer_id,
@@ -214,7 +224,7 @@ class TaskWriter:
             txn_protocol=TXN_PROTOCOL,
             open=bool(self._in_txn),
             partitions=partitions,
-            records=sum(self._counts.values()),
+            records=sum(counts.values()),
             bytes=self.bytes,
             task_partition=self.context.get("task_partition", -1),
             attempt=self.context.get("attempt", 0),
@@ -233,28 +243,45 @@ class TaskWriter:
             self._topics[topic] = info
         return info
 
+    def _leader(self, tp: TopicPartition) -> int:
+        return self._info(tp[0]).leaders.get(tp[1], -1)
+
+    def _refresh(self, deadline: Deadline) -> None:
+        """Ask for the leaders again (after NOT_LEADER_OR_FOLLOWER or a lost broker)."""
+        self._topics.update(fresh_leaders(self.wire, sorted(self._topics), deadline=deadline))
+
+    def _batch_limit(self, topic: str) -> int:
+        """Bytes per record batch: the topic's max.message.bytes, within max.request.size."""
+        limit = self._batch_bytes.get(topic)
+        if limit is None:
+            configs = topic_configs(self.wire, topic, ["max.message.bytes"])
+            topic_max = int(configs.get("max.message.bytes", DEFAULT_MAX_MESSAGE_BYTES))
+            limit = self._batch_bytes[topic] = min(topic_max, self.max_request_size, _BATCH_BYTES)
+        return limit
+
     # -- sending ---------------------------------------------------------------------------
 
-    def _send(self, buffers: dict[TopicPartition, _Pending], chunk: int) -> None:
-        """Encode and send everything in ``buffers``, at most ``chunk`` records per batch.
+    def _send(self, buffers: dict[TopicPartition, _Pending]) -> None:
+        """Encode and send everything in ``buffers``, in batches cut by bytes and records.
 
-        One batch per partition per Produce request; more rounds when a partition
-        holds more than ``chunk`` records.
+        Round ``r`` sends the ``r``-th batch of every partition; a round's batches bound for
+        one leader are packed into requests under ``kafka.max.request.size``.
         """
         assert self.producer is not None
         new = [tp for tp in buffers if tp not in self._in_txn]
         if new and self.transactional_id is not None:
-            assert self.coordinator is not None
-            add_partitions_to_txn(
+            self.coordinator = add_partitions_to_txn(
                 self.wire, self.coordinator, self.transactional_id, self.producer, new
             )
         self._in_txn.update(new)
         columns = {tp: p.columns() for tp, p in buffers.items()}
-        rounds = max(-(-p.count // chunk) for p in buffers.values())
-        for r in range(rounds):
-            first = r * chunk
-            self._send_round({tp: c for tp, c in columns.items() if len(c[0]) > first},
-                             first, chunk)
+        slices = {
+            tp: split_by_bytes(record_sizes(c[0], c[1], c[3]), self._batch_limit(tp[0]),
+                               self.batch_records)
+            for tp, c in columns.items()
+        }
+        for r in range(max(len(s) for s in slices.values())):
+            self._send_round({tp: (columns[tp], s[r]) for tp, s in slices.items() if r < len(s)})
 
     def _encode(self, columns: _Columns, first: int, chunk: int, seq: int) -> tuple[bytes, int]:
         """One batch of records ``first``.. (at most ``chunk``); returns (bytes, count)."""
@@ -272,58 +299,33 @@ class TaskWriter:
             if not pure_forced():  # column-wise, no Python loop over records
                 batch = encode_arrow(keys, values, stamps, producer_id=pid,
                                      producer_epoch=epoch, base_sequence=seq,
-                                     transactional=transactional)
+                                     transactional=transactional,
+                                     compression=self.compression)
         if batch is None:
             batch = encode_batch(
                 [None] * len(values) if keys is None else keys.to_pylist(),
                 values.to_pylist(), stamps.to_pylist(),
                 None if part is None else [h or [] for h in part],
                 producer_id=pid, producer_epoch=epoch, base_sequence=seq,
-                transactional=transactional,
+                transactional=transactional, compression=self.compression,
             )
         return batch, len(values)
 
-    def _send_round(self, columns: dict[TopicPartition, _Columns], first: int,
-                    chunk: int) -> None:
-        assert self.producer is not None
-        by_leader: dict[int, dict[TopicPartition, bytes]] = {}
-        counts: dict[TopicPartition, int] = {}
-        for tp, cols in columns.items():
+    def _send_round(self, parts: dict[TopicPartition, tuple[_Columns, tuple[int, int]]]) -> None:
+        by_leader: dict[int, list[Batch]] = {}
+        for tp, (cols, (first, end)) in parts.items():
             seq = self._sequence.get(tp, 0)
-            batch, n = self._encode(cols, first, chunk, seq)
+            data, n = self._encode(cols, first, end - first, seq)
             self._sequence[tp] = (seq + n) & 0x7FFFFFFF
-            self.bytes += len(batch)
-            leader = self._info(tp[0]).leaders[tp[1]]
-            by_leader.setdefault(leader, {})[tp] = batch
-            counts[tp] = n
+            self.bytes += len(data)
+            stamps = cols[2].slice(first, n)
+            batch = Batch(tp, seq, n, data, pc.max(stamps).as_py() or 0)
+            by_leader.setdefault(self._leader(tp), []).append(batch)
         for leader, batches in by_leader.items():
-            self._drain(leader, _MAX_IN_FLIGHT - 1)
-            request = produce_request(self.wire, self.transactional_id, batches, 30000)
-            sent = self.wire.send(leader, request, f"Produce {self._what()}")
-            self._in_flight.setdefault(leader, []).append(
-                (sent, {tp: counts[tp] for tp in batches})
-            )
+            for request in pack_requests([(b, len(b.data)) for b in batches],
+                                         self.max_request_size):
+                self.pipeline.send(leader, request)
         self.wire.flush()  # the broker appends these while the next batch is encoded
-
-    def _drain(self, leader: int, keep: int) -> None:
-        queue = self._in_flight.get(leader, [])
-        while len(queue) > keep:
-            sent, counts = queue.pop(0)
-            response = self.wire.wait([sent], f"Produce {self._what()}")[0]
-            errors = produce_errors(response)
-            for tp, (code, message) in errors.items():
-                if code == _DUPLICATE_SEQUENCE:
-                    continue  # already appended: idempotence did its job
-                if code in (10, 18):
-                    raise RecordTooLargeError(
-                        f"{tp[0]}-{tp[1]}: a batch of {counts[tp]} records was rejected as too "
-                        "large; lower producer.batchRecords or raise the topic's "
-                        "max.message.bytes (a single record must fit on its own)"
-                    )
-                raise for_code(code)(f"Produce to {tp[0]}-{tp[1]} by {self._what()}"
-                                     + (f": {message}" if message else ""))
-            for tp, n in counts.items():
-                self._counts[tp] = self._counts.get(tp, 0) + n
 
     def _what(self) -> str:
         return self.transactional_id or "idempotent producer"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..errors import DataLossError
+from ..errors import DataLossError, KafkaProtocolError, TopicNotFoundError
 from ..records import BatchHeader, ColumnBuilder
 from ..records.decode import arrow_schema
 from ..visibility import visible_batches
@@ -77,10 +77,10 @@ def read_partition(
         return
     builder = ColumnBuilder(part.topic, part.partition, part.include_headers, schema)
     wire = KafkaWire(part.client)
+    tp = (part.topic, part.partition)
+    position = part.start
     try:
-        tp = (part.topic, part.partition)
         leader = leader_of(fetch_metadata(wire, [part.topic]), tp)
-        position = part.start
         while position < part.end:
             try:
                 for header, view in _visible(wire, leader, part, position):
@@ -101,10 +101,26 @@ def read_partition(
                     min(log_start, part.end) - 1,
                 )
                 position = log_start
-        if len(builder):
-            yield builder.to_arrow()
+    except (TopicNotFoundError, KafkaProtocolError) as exc:
+        if _partition_exists(wire, tp):
+            raise
+        lost = (f"{part.topic}-{part.partition} was deleted while this task read it; offsets "
+                f"{position} to {part.end - 1} were not read")
+        if part.fail_on_data_loss:
+            raise DataLossError(
+                f"{lost}. If you accept this, set the source option failOnDataLoss=false to "
+                "skip a deleted topic's remaining offsets") from exc
+        log.warning("%s (failOnDataLoss=false: skipped)", lost)
     finally:
         wire.close()
+    if len(builder):
+        yield builder.to_arrow()
+
+
+def _partition_exists(wire: KafkaWire, tp: tuple[str, int]) -> bool:
+    """Whether metadata still lists ``tp`` (an error while reading may mean it was deleted)."""
+    info = fetch_metadata(wire, [tp[0]])
+    return tp[0] in info and tp[1] in info[tp[0]].leaders
 
 
 def _visible(

@@ -143,27 +143,38 @@ class SourcePlanner:
 
     # -- partitions and bounds -------------------------------------------------------------
 
-    def leaders(self) -> dict[TopicPartition, int]:
+    def leaders(self, known: Mapping[TopicPartition, int] | None = None
+                ) -> dict[TopicPartition, int]:
         """Every partition the subscription reads now, with its leader.
 
         Raises TopicNotFoundError for a ``subscribe``/``assign`` topic (or an
-        assigned partition) that does not exist.
+        assigned partition) that does not exist, unless the query has read it
+        before (a topic in ``known``): such a topic was deleted while the query
+        ran, and is left out here for :func:`check_data_loss` to judge, as Spark
+        does (a DataLossError, or a warning with ``failOnDataLoss=false``).
         """
         sub = self.options.subscription
         if sub.kind == "subscribePattern":
-            info = matching_topics(self.wire, sub.pattern or "")
-        elif sub.kind == "subscribe":
-            info = require_topics(self.wire, list(sub.topics))
-        else:
-            info = require_topics(self.wire, sorted({t for t, _ in sub.assigned}))
-            missing = [tp for tp in sub.assigned if tp[1] not in info[tp[0]].leaders]
-            if missing:
-                raise TopicNotFoundError(
-                    f"assign names partition(s) {', '.join(tp_name(tp) for tp in missing)} "
-                    "that do not exist; fix the assign option or add partitions to the topic"
-                )
-            return {tp: leader_of(info, tp) for tp in sub.assigned}
-        return _all_leaders(info)
+            return _all_leaders(matching_topics(self.wire, sub.pattern or ""))
+        wanted = sub.topics if sub.kind == "subscribe" else sorted({t for t, _ in sub.assigned})
+        seen = {t for t, _ in (known or {})}
+        info = fetch_metadata(self.wire, list(wanted))
+        gone = [t for t in wanted if t not in info and t in seen]
+        if gone:
+            log.warning("eoskafka source: topic(s) %s no longer exist (deleted while the query "
+                        "ran)", ", ".join(gone))
+        if any(t not in info and t not in gone for t in wanted):
+            info = require_topics(self.wire, [t for t in wanted if t not in gone])  # raises
+        if sub.kind == "subscribe":
+            return _all_leaders(info)
+        present = [tp for tp in sub.assigned if tp[0] not in gone]
+        missing = [tp for tp in present if tp[1] not in info[tp[0]].leaders]
+        if missing:
+            raise TopicNotFoundError(
+                f"assign names partition(s) {', '.join(tp_name(tp) for tp in missing)} "
+                "that do not exist; fix the assign option or add partitions to the topic"
+            )
+        return {tp: leader_of(info, tp) for tp in present}
 
     def bounds(
         self,
@@ -219,7 +230,7 @@ class SourcePlanner:
         start lies beyond the log (deleted and recreated): then the end is counted from
         the log start and :meth:`plan` reports the loss.
         """
-        leaders = self.leaders()
+        leaders = self.leaders(known=start)
         if target is not None:
             leaders = {tp: leader for tp, leader in leaders.items() if tp in target}
         starts = {tp: start.get(tp, 0) for tp in leaders}

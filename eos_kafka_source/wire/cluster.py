@@ -4,18 +4,31 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kafka.protocol.admin import CreatePartitionsRequest, CreateTopicsRequest
+from kafka.protocol.admin import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DescribeConfigsRequest,
+)
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 
-from ..errors import TimeoutError_, TopicNotFoundError, for_code, raise_for_code
+from ..errors import (
+    KafkaProtocolError,
+    TimeoutError_,
+    TopicNotFoundError,
+    for_code,
+    raise_for_code,
+)
 from .connection import KafkaWire
+from .retry import LOST_NODE, Deadline
 
 TopicPartition = tuple[str, int]
 
 _UNKNOWN_TOPIC = 3
 _TOPIC_EXISTS = 36
+_TOPIC_RESOURCE = 2
 
 
 @dataclass(frozen=True)
@@ -79,56 +92,106 @@ def leader_of(info: dict[str, TopicInfo], tp: TopicPartition) -> int:
     return leader
 
 
-def find_coordinator(wire: KafkaWire, key: str, key_type: int = 1, retries: int = 20) -> int:
+def find_coordinator(wire: KafkaWire, key: str, key_type: int = 1, *,
+                     deadline: Deadline | float = 30.0) -> int:
     """Node id of the transaction (key_type=1) or group (0) coordinator for ``key``."""
-    version = wire.version(FindCoordinatorRequest)
-    for attempt in range(retries):
-        if version >= 4:
-            request = FindCoordinatorRequest[version](key_type=key_type, coordinator_keys=[key])
-            response = wire.request(wire.any_node(), request, "FindCoordinator")
-            entry = response.coordinators[0]
-            code, node = entry.error_code, entry.node_id
-        else:
-            request = FindCoordinatorRequest[version](key=key, key_type=key_type)
-            response = wire.request(wire.any_node(), request, "FindCoordinator")
-            code, node = response.error_code, response.node_id
-        if not code:
-            _remember_node(wire, response, version)
-            return int(node)
-        err = for_code(code)
-        if not err.retriable or attempt == retries - 1:
-            raise err(f"FindCoordinator for {key!r}")
-        time.sleep(min(0.05 * (attempt + 1), 0.5))
-    raise TimeoutError_(f"no coordinator for {key!r}")
+    return find_coordinators(wire, [key], key_type, deadline=deadline)[key]
 
 
-def find_coordinators(wire: KafkaWire, keys: list[str], key_type: int = 1) -> dict[str, int]:
-    """Transaction coordinators for many keys: one batched request (v4+) or pipelined ones."""
-    keys = sorted(set(keys))
-    if not keys:
-        return {}
-    version = wire.version(FindCoordinatorRequest)
-    if version < 4:
-        return {key: find_coordinator(wire, key, key_type) for key in keys}
-    request = FindCoordinatorRequest[version](key_type=key_type, coordinator_keys=keys)
-    response = wire.request(wire.any_node(), request, f"FindCoordinator ({len(keys)} keys)")
+def find_coordinators(wire: KafkaWire, keys: Sequence[str], key_type: int = 1, *,
+                      deadline: Deadline | float = 30.0) -> dict[str, int]:
+    """Coordinators for many keys: one batched request (v4+) or pipelined ones.
+
+    Retries, until ``deadline``, the codes that say "not yet" (COORDINATOR_NOT_AVAILABLE while
+    ``__consumer_offsets`` or ``__transaction_state`` is being created or moved) and a broker
+    that dropped the connection (the next attempt asks another one).
+    """
+    deadline = Deadline.of(deadline)
+    pending = sorted(set(keys))
     out: dict[str, int] = {}
-    for entry in response.coordinators:
-        if entry.error_code:
-            out[entry.key] = find_coordinator(wire, entry.key, key_type)  # retries one by one
-        else:
-            out[entry.key] = int(entry.node_id)
+    attempt = 0
+    while pending:
+        try:
+            found = _find_once(wire, pending, key_type)
+        except LOST_NODE:
+            if deadline.expired:
+                raise
+            found = {}
+        for key, (code, node) in found.items():
+            if not code:
+                out[key] = node
+                continue
+            err = for_code(code)
+            if not err.retriable or deadline.expired:
+                raise err(f"FindCoordinator for {key!r}")
+        pending = [k for k in pending if k not in out]
+        if pending:
+            if deadline.expired:
+                raise TimeoutError_(f"no coordinator for {', '.join(map(repr, pending))} "
+                                    f"within {deadline.seconds:.0f}s")
+            deadline.backoff(attempt)
+            attempt += 1
     if any(wire.client.cluster.broker_metadata(node) is None for node in out.values()):
-        fetch_metadata(wire, [])
+        fetch_metadata(wire, [])  # a coordinator we have no address for yet
     return out
 
 
-def _remember_node(wire: KafkaWire, response: object, version: int) -> None:
-    # The coordinator is usually a broker we already know from Metadata; refresh if not.
-    cluster = wire.client.cluster
-    node = response.coordinators[0].node_id if version >= 4 else response.node_id  # type: ignore[attr-defined]
-    if cluster.broker_metadata(node) is None:
-        fetch_metadata(wire, [])
+def _find_once(wire: KafkaWire, keys: list[str], key_type: int) -> dict[str, tuple[int, int]]:
+    """One FindCoordinator round: (error code, node id) per key."""
+    version = wire.version(FindCoordinatorRequest)
+    if version >= 4:
+        request = FindCoordinatorRequest[version](key_type=key_type, coordinator_keys=keys)
+        response = wire.request(wire.any_node(), request, f"FindCoordinator ({len(keys)} keys)")
+        return {e.key: (e.error_code, int(e.node_id)) for e in response.coordinators}
+    calls = [(wire.any_node(), FindCoordinatorRequest[version](key=k, key_type=key_type))
+             for k in keys]
+    responses = wire.request_many(calls, f"FindCoordinator ({len(keys)} keys)")
+    return {k: (r.error_code, int(r.node_id)) for k, r in zip(keys, responses, strict=True)}
+
+
+def fresh_leaders(wire: KafkaWire, topics: list[str], *,
+                  deadline: Deadline | float = 30.0) -> dict[str, TopicInfo]:
+    """Metadata for ``topics`` once every partition has a leader, asking again (another broker
+    when one dropped the connection) until ``deadline``: what a producer does after
+    NOT_LEADER_OR_FOLLOWER or a lost leader."""
+    deadline = Deadline.of(deadline)
+    attempt = 0
+    while True:
+        try:
+            found = require_topics(wire, topics)
+            if all(leader >= 0 for info in found.values() for leader in info.leaders.values()):
+                return found
+            problem: BaseException = for_code(5)(f"Metadata for {', '.join(topics)}")
+        except (KafkaProtocolError, *LOST_NODE) as exc:
+            if isinstance(exc, KafkaProtocolError) and not exc.retriable:
+                raise
+            problem = exc
+        if deadline.expired:
+            raise problem
+        deadline.backoff(attempt)
+        attempt += 1
+
+
+def topic_configs(wire: KafkaWire, topic: str, keys: Sequence[str]) -> dict[str, str]:
+    """The topic's effective settings ``keys`` (DescribeConfigs: its own or the broker default).
+
+    Empty when the broker does not serve DescribeConfigs (callers then assume Kafka's
+    defaults); an error code for the topic raises. Asks for every setting and filters here:
+    Tansu 0.6 drops the connection when the request names keys.
+    """
+    try:
+        version = wire.version(DescribeConfigsRequest)
+    except KafkaProtocolError:
+        return {}
+    request = DescribeConfigsRequest[version](
+        resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=_TOPIC_RESOURCE, resource_name=topic, configuration_keys=None)],
+        include_synonyms=False, include_documentation=False,
+    )
+    response = wire.request(wire.any_node(), request, f"DescribeConfigs {topic}")
+    result = response.results[0]
+    raise_for_code(result.error_code, f"DescribeConfigs {topic}")
+    return {c.name: c.value for c in result.configs if c.name in keys and c.value is not None}
 
 
 def create_topic(
@@ -175,7 +238,7 @@ def create_partitions(wire: KafkaWire, name: str, total: int) -> None:
     _wait_partitions(wire, name, total)
 
 
-def _wait_partitions(wire: KafkaWire, name: str, partitions: int, timeout_s: float = 10) -> None:
+def _wait_partitions(wire: KafkaWire, name: str, partitions: int, timeout_s: float = 30) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         info = fetch_metadata(wire, [name]).get(name)

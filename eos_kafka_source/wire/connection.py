@@ -31,9 +31,11 @@ from ..errors import (
     TimeoutError_,
     for_code,
 )
+from ._kafka_python_fixes import install as _install_kafka_python_fixes
 from .redact import protect, redact
 
 log = logging.getLogger(__name__)
+_install_kafka_python_fixes()  # Kafka's answer to a refused login reaches us (see module)
 
 #: kafka-python's default 1 MB receive cap breaks large fetches (DESIGN.md section 2).
 RECEIVE_MAX_BYTES = 256 << 20
@@ -57,6 +59,7 @@ VERSION_CAPS: dict[str, int] = {
     "OffsetCommitRequest": 7,
     "OffsetFetchRequest": 7,  # v8+ batches groups; one group is all we need
     "DeleteRecordsRequest": 2,
+    "DescribeConfigsRequest": 4,
 }
 
 #: Texts of TLS handshake failures that retrying cannot fix.
@@ -125,9 +128,9 @@ class KafkaWire:
                 f"could not connect to Kafka at {','.join(config.bootstrap_servers)} "
                 f"within {deadline_ms} ms ({_describe(first or exc)}); check "
                 "kafka.bootstrap.servers, that the broker is up and reachable from this "
-                "host, and the kafka.security.protocol / SASL / SSL settings (a broker that "
-                "requires authentication drops connections that do not authenticate; a TLS "
-                "client gets no answer from a listener that does not speak TLS)"
+                "host, and that kafka.security.protocol is the listener's (a listener that "
+                "requires SASL or TLS drops clients that do not use it; a TLS client gets no "
+                "answer, or a closed connection, from a listener that does not speak TLS)"
             ) from None
         return client
 
@@ -135,6 +138,16 @@ class KafkaWire:
         """The error for a first connection the broker refused for good (bad credentials,
         an untrusted certificate), or None when retrying may help."""
         config, servers = self.config, ",".join(self.config.bootstrap_servers)
+        if isinstance(exc, (kerrors.UnsupportedSaslMechanismError, kerrors.IllegalSaslStateError)):
+            # Refused at SaslHandshake, before any credential was sent: Kafka answers 33 for
+            # a mechanism the listener does not enable, 34 on a listener without SASL.
+            return AuthenticationError(
+                f"the listener at {servers} does not accept SASL {config.sasl_mechanism} "
+                f"({_describe(exc)}); check that kafka.security.protocol "
+                f"({config.security_protocol}) is the protocol of this listener (a PLAINTEXT "
+                "or SSL listener does no SASL) and that kafka.sasl.mechanism is one of the "
+                "broker's sasl.enabled.mechanisms for it"
+            )
         if in_sasl:
             return AuthenticationError(
                 f"the broker at {servers} refused SASL {config.sasl_mechanism} authentication "
@@ -172,6 +185,17 @@ class KafkaWire:
                 client.close()
             except Exception:  # closing a broken client must not mask the real error
                 log.debug("error closing Kafka client", exc_info=True)
+
+    def drop_connection(self, node: int) -> None:
+        """Close the connection to ``node`` (its unanswered requests fail); the next send
+        reconnects. After a request timed out, as the Java client does: a late answer on
+        that connection must not be taken for the answer to a re-sent request."""
+        if self._client is None:
+            return
+        try:
+            self._client.close(node)
+        except Exception:  # a broken connection must not mask the caller's error
+            log.debug("error closing the connection to node %s", node, exc_info=True)
 
     def __enter__(self) -> KafkaWire:
         return self

@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.protocol.producer import (
     AddPartitionsToTxnRequest,
     EndTxnRequest,
@@ -18,9 +19,11 @@ from kafka.protocol.producer import (
     ProduceRequest,
 )
 
-from ..errors import ConnectionDroppedError, KafkaProtocolError, for_code
+from ..errors import ConnectionDroppedError, KafkaProtocolError, TimeoutError_, for_code
+from ..faults import fault_point
 from .cluster import TopicPartition
 from .connection import KafkaWire
+from .retry import LOST_NODE, Deadline, retriable, with_coordinator, with_coordinators
 
 TXN_PROTOCOL = 1
 _INVALID_TRANSACTION_TIMEOUT = 50
@@ -37,89 +40,107 @@ class ProducerIdentity:
 
 def init_producer_ids(
     wire: KafkaWire,
-    coordinator: int,
+    coordinator: int | Mapping[str, int] | None,
     transactional_ids: Sequence[str],
     timeout_ms: int,
     *,
-    deadline_s: float = 30.0,
+    deadline_s: Deadline | float = 30.0,
 ) -> dict[str, ProducerIdentity]:
-    """InitProducerId for many ids at once (pipelined); retries CONCURRENT_TRANSACTIONS.
+    """InitProducerId for many ids at once (pipelined), each at its coordinator.
 
     On a transactional id this bumps the epoch, aborts whatever transaction the
-    id held open and fences every older producer using it.
+    id held open and fences every older producer using it. ``coordinator`` is where to
+    send first (one node for all ids, a node per id, or None to look them up); an id whose
+    coordinator moved (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, a dropped connection)
+    is looked up again, CONCURRENT_TRANSACTIONS is re-sent, until ``deadline_s``.
     """
     version = wire.version(InitProducerIdRequest)
+    ids = list(transactional_ids)
+    if coordinator is None or isinstance(coordinator, Mapping):
+        known = dict(coordinator or {})
+    else:
+        known = dict.fromkeys(ids, coordinator)
+
+    def send(calls: Sequence[tuple[str, int]]) -> list[ProducerIdentity | BaseException]:
+        requests = [(node, InitProducerIdRequest[version](
+            transactional_id=tid, transaction_timeout_ms=timeout_ms,
+            producer_id=-1, producer_epoch=-1)) for tid, node in calls]
+        responses = wire.request_many(requests, f"InitProducerId ({len(calls)} ids)")
+        return [_identity(tid, resp, timeout_ms)
+                for (tid, _), resp in zip(calls, responses, strict=True)]
+
+    results, _ = with_coordinators(wire, ids, send, deadline=deadline_s, nodes=known)
     out: dict[str, ProducerIdentity] = {}
-    pending = list(transactional_ids)
-    deadline = time.monotonic() + deadline_s
-    while pending:
-        requests = [
-            (coordinator, InitProducerIdRequest[version](
-                transactional_id=tid, transaction_timeout_ms=timeout_ms,
-                producer_id=-1, producer_epoch=-1))
-            for tid in pending
-        ]
-        responses = wire.request_many(requests, f"InitProducerId ({len(pending)} ids)")
-        retry = []
-        for tid, resp in zip(pending, responses, strict=True):
-            if resp.error_code == 0:
-                out[tid] = ProducerIdentity(resp.producer_id, resp.producer_epoch)
-                continue
-            err = for_code(resp.error_code)
-            if err.retriable and time.monotonic() < deadline:
-                retry.append(tid)
-            elif resp.error_code == _INVALID_TRANSACTION_TIMEOUT:
-                raise err(
-                    f"InitProducerId for {tid!r}: kafka.transaction.timeout.ms={timeout_ms} is "
-                    "more than the broker allows (transaction.max.timeout.ms, 15 minutes by "
-                    "default); lower the option or raise the broker setting"
-                )
-            else:
-                raise err(f"InitProducerId for transactional id {tid!r}")
-        if retry:
-            time.sleep(_RETRY_CODES_BACKOFF_S)
-        pending = retry
+    for tid in ids:
+        result = results[tid]
+        if isinstance(result, BaseException):
+            raise result
+        out[tid] = result
     return out
 
 
-def init_idempotent(wire: KafkaWire) -> ProducerIdentity:
-    """A producer id with no transactional id (the at-least-once path)."""
+def _identity(tid: str, resp: object, timeout_ms: int) -> ProducerIdentity | BaseException:
+    code = resp.error_code  # type: ignore[attr-defined]
+    if code == 0:
+        return ProducerIdentity(resp.producer_id, resp.producer_epoch)  # type: ignore[attr-defined]
+    if code == _INVALID_TRANSACTION_TIMEOUT:
+        return for_code(code)(
+            f"InitProducerId for {tid!r}: kafka.transaction.timeout.ms={timeout_ms} is "
+            "more than the broker allows (transaction.max.timeout.ms, 15 minutes by "
+            "default); lower the option or raise the broker setting"
+        )
+    return for_code(code)(f"InitProducerId for transactional id {tid!r}")
+
+
+def init_idempotent(wire: KafkaWire, *, deadline_s: float = 30.0) -> ProducerIdentity:
+    """A producer id with no transactional id (the at-least-once path); any broker hands one
+    out, so a lost broker or a retriable code is retried on another."""
     version = wire.version(InitProducerIdRequest)
-    resp = wire.request(
-        wire.any_node(),
-        InitProducerIdRequest[version](
-            transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
-        ),
-        "InitProducerId (idempotent)",
+    deadline = Deadline(deadline_s)
+    request = InitProducerIdRequest[version](
+        transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
     )
-    if resp.error_code:
-        raise for_code(resp.error_code)("InitProducerId (idempotent)")
-    return ProducerIdentity(resp.producer_id, resp.producer_epoch)
+    attempt = 0
+    while True:
+        try:
+            resp = wire.request(wire.any_node(), request, "InitProducerId (idempotent)")
+            if not resp.error_code:
+                return ProducerIdentity(resp.producer_id, resp.producer_epoch)
+            error: BaseException = for_code(resp.error_code)("InitProducerId (idempotent)")
+        except LOST_NODE as exc:
+            error = exc
+        if not retriable(error) or deadline.expired:
+            raise error
+        deadline.backoff(attempt)
+        attempt += 1
 
 
 def add_partitions_to_txn(
     wire: KafkaWire,
-    coordinator: int,
+    coordinator: int | None,
     transactional_id: str,
     producer: ProducerIdentity,
     partitions: Sequence[TopicPartition],
     *,
-    deadline_s: float = 30.0,
-) -> None:
-    """Register partitions with the open transaction before producing to them."""
+    deadline_s: Deadline | float = 30.0,
+) -> int:
+    """Register partitions with the open transaction before producing to them.
+
+    Follows the coordinator when it moves (the transaction's state moves with it) and
+    re-sends on CONCURRENT_TRANSACTIONS, until ``deadline_s``. Returns the coordinator
+    that answered, for the next call.
+    """
     version = wire.version(AddPartitionsToTxnRequest)
-    deadline = time.monotonic() + deadline_s
-    while True:
-        request = _add_partitions_request(version, transactional_id, producer, partitions)
-        resp = wire.request(coordinator, request, f"AddPartitionsToTxn {transactional_id}")
+    request = _add_partitions_request(version, transactional_id, producer, partitions)
+
+    def send(node: int) -> None:
+        resp = wire.request(node, request, f"AddPartitionsToTxn {transactional_id}")
         code = _add_partitions_error(resp)
-        if not code:
-            return
-        err = for_code(code)
-        if err.retriable and time.monotonic() < deadline:
-            time.sleep(_RETRY_CODES_BACKOFF_S)
-            continue
-        raise err(f"AddPartitionsToTxn {transactional_id} {sorted(partitions)}")
+        if code:
+            raise for_code(code)(f"AddPartitionsToTxn {transactional_id} {sorted(partitions)}")
+
+    return with_coordinator(wire, transactional_id, send, deadline=deadline_s,
+                            node=coordinator)[1]
 
 
 def _add_partitions_request(
@@ -162,8 +183,11 @@ def verify_txns(
     Sends AddPartitionsToTxn again with the partitions the transaction already holds: a
     no-op for a live transaction (Kafka and Tansu answer 0 and change nothing), and
     PRODUCER_FENCED / INVALID_PRODUCER_EPOCH once its id was re-initialised (a zombie's or a
-    retry's InitProducerId aborted it) or, on Kafka, it timed out. A dropped connection
-    raises: the caller has decided nothing yet and fails.
+    retry's InitProducerId aborted it) or, on Kafka, it timed out. Only use it before a
+    decision: on a transaction already committed it would begin a new one.
+    CONCURRENT_TRANSACTIONS and COORDINATOR_LOAD_IN_PROGRESS are retried here; the answers
+    of a coordinator that moved (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) are returned
+    for the caller to look the coordinator up again. A dropped connection raises.
     """
     version = wire.version(AddPartitionsToTxnRequest)
     results: dict[str, KafkaProtocolError | None] = {}
@@ -176,14 +200,14 @@ def verify_txns(
         retry = []
         for (tid, who, parts), resp in zip(pending, responses, strict=True):
             code = _add_partitions_error(resp)
-            err = for_code(code) if code else None
-            if err is not None and err.retriable and time.monotonic() < deadline:
+            if code in RETRY_IN_PLACE and time.monotonic() < deadline:
                 retry.append((tid, who, parts))
                 continue
-            results[tid] = err(
+            results[tid] = for_code(code)(
                 f"transaction {tid} (producer {who.producer_id} epoch {who.epoch}) is no "
-                "longer live"
-            ) if err is not None else None
+                "longer live" if code not in COORDINATOR_MOVED else
+                f"AddPartitionsToTxn check of {tid} (producer {who.producer_id} epoch "
+                f"{who.epoch})") if code else None
         if retry:
             time.sleep(_RETRY_CODES_BACKOFF_S)
         pending = retry
@@ -222,11 +246,24 @@ def produce_errors(response: object) -> dict[TopicPartition, tuple[int, str | No
     return out
 
 
+#: Answers retried at the same coordinator: it is the right one, busy (a previous EndTxn's
+#: markers are still being written) or still loading its log.
+RETRY_IN_PLACE = frozenset({51, 14})  # CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS
+#: Answers that mean "this node is not (or no longer) the coordinator, or could not write its
+#: log": look the coordinator up again. They say nothing about the outcome: Kafka's
+#: TransactionCoordinator answers NOT_COORDINATOR also after PrepareCommit reached its log
+#: (coordinator epoch changed), and maps a timed-out log append to COORDINATOR_NOT_AVAILABLE.
+COORDINATOR_MOVED = frozenset({13, 15, 16, 7})  # NETWORK_EXCEPTION, NOT_AVAILABLE, NOT_COORDINATOR,
+# REQUEST_TIMED_OUT
+
+
 @dataclass(frozen=True)
 class EndTxnOutcome:
     transactional_id: str
     ok: bool
-    error: KafkaProtocolError | ConnectionDroppedError | None = None
+    error: KafkaProtocolError | ConnectionDroppedError | TimeoutError_ | None = None
+    #: The node the request went to (for asking it again after a dropped connection).
+    node: int = -1
 
     @property
     def fenced(self) -> bool:
@@ -241,11 +278,13 @@ def end_txns(
     *,
     deadline_s: float = 60.0,
 ) -> list[EndTxnOutcome]:
-    """EndTxn for many transactions, pipelined; retriable codes are retried to the deadline.
+    """EndTxn for many transactions, pipelined; one answer per transaction, never raises.
 
-    Never raises for a broker's answer: each outcome says what happened, so the
-    caller can sort them (done / lost / retry later). A dropped connection (how
-    Tansu answers a stale epoch) is reported as that transaction's error.
+    Retries CONCURRENT_TRANSACTIONS and COORDINATOR_LOAD_IN_PROGRESS at the same
+    coordinator until ``deadline_s``; every other answer is returned as it came, for the
+    caller to sort (see sink.committer). A dropped connection (how Tansu answers a stale
+    producer epoch, and what a dying coordinator does) and a request timeout are reported as
+    that transaction's error: its outcome is unknown.
     """
     version = wire.version(EndTxnRequest)
     outcomes: dict[str, EndTxnOutcome] = {}
@@ -261,32 +300,53 @@ def end_txns(
         ]
         try:
             responses = wire.request_many(calls, f"EndTxn {verb} ({len(calls)} txns)")
-        except ConnectionDroppedError:
-            if len(pending) == 1:
-                tid = pending[0][0]
-                outcomes[tid] = EndTxnOutcome(tid, False, ConnectionDroppedError(
-                    f"EndTxn {verb} {tid}: the broker dropped the connection (Tansu does this "
-                    "for a stale producer epoch)"))
-                wire.close()
+            fault_point(f"endtxn.{verb}.answered")  # a test loses the answers here
+        except (ConnectionDroppedError, TimeoutError_) as exc:
+            wire.close()  # a fresh connection for whatever comes next
+            if len(pending) == 1 or isinstance(exc, TimeoutError_):
+                for tid, who in pending:
+                    outcomes[tid] = EndTxnOutcome(tid, False, type(exc)(
+                        f"EndTxn {verb} {tid} (producer {who.producer_id} epoch {who.epoch}): "
+                        f"{exc.message}"), coordinator_of[tid])
                 break
             # Find which one the broker rejected: send them one by one.
-            wire.close()
             for item in pending:
                 outcomes.update({o.transactional_id: o for o in end_txns(
-                    wire, coordinator_of, [item], commit, deadline_s=deadline_s)})
+                    wire, coordinator_of, [item], commit,
+                    deadline_s=max(deadline - time.monotonic(), 0.0))})
             break
         retry = []
         for (tid, who), resp in zip(pending, responses, strict=True):
             if resp.error_code == 0:
-                outcomes[tid] = EndTxnOutcome(tid, True)
-                continue
-            err = for_code(resp.error_code)
-            if err.retriable and time.monotonic() < deadline:
+                outcomes[tid] = EndTxnOutcome(tid, True, node=coordinator_of[tid])
+            elif resp.error_code in RETRY_IN_PLACE and time.monotonic() < deadline:
                 retry.append((tid, who))
             else:
-                outcomes[tid] = EndTxnOutcome(tid, False, err(
-                    f"EndTxn {verb} {tid} (producer {who.producer_id} epoch {who.epoch})"))
+                outcomes[tid] = EndTxnOutcome(tid, False, for_code(resp.error_code)(
+                    f"EndTxn {verb} {tid} (producer {who.producer_id} epoch {who.epoch})"),
+                    coordinator_of[tid])
         if retry:
             time.sleep(_RETRY_CODES_BACKOFF_S)
         pending = retry
     return [outcomes[tid] for tid, _ in txns]
+
+
+def coordinator_answers(wire: KafkaWire, node: int, transactional_id: str) -> bool:
+    """Whether ``node`` is up and says it is ``transactional_id``'s coordinator.
+
+    Asked right after ``node`` dropped the connection on an EndTxn: a broker that answers
+    this at once dropped the EndTxn on purpose (Tansu's answer to a stale epoch); a dead or
+    moving coordinator does not answer, or names another node.
+    """
+    version = wire.version(FindCoordinatorRequest)
+    if version >= 4:
+        request = FindCoordinatorRequest[version](key_type=1, coordinator_keys=[transactional_id])
+    else:
+        request = FindCoordinatorRequest[version](key=transactional_id, key_type=1)
+    try:
+        response = wire.request(node, request, f"FindCoordinator {transactional_id} (probe)")
+    except (ConnectionDroppedError, TimeoutError_):
+        wire.close()
+        return False
+    entry = response.coordinators[0] if version >= 4 else response
+    return not entry.error_code and int(entry.node_id) == node

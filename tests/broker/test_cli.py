@@ -8,7 +8,9 @@ topic contents are written by kafka-python and checked with the independent orac
 from __future__ import annotations
 
 import json
+import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -31,7 +33,7 @@ from eos_kafka_source.sink.naming import TransactionalIdFactory
 from eos_kafka_source.sink.task_writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
 from tests.kafka_helpers import TxnWriter, create_topic, write_plain
-from tests.oracle import assert_no_open_transactions, committed_view
+from tests.oracle import assert_no_open_transactions, committed_values, committed_view
 
 SECRET = "s3cret-pa55"
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
@@ -198,6 +200,46 @@ def test_broker_command_runs_until_signalled(signum: int, as_json: bool, unique:
             proc.wait()
         _, err = proc.communicate()
     assert "Traceback" not in err and "stopping the broker" in err
+
+
+@pytest.mark.kafka_only
+def test_broker_command_runs_apache_kafka(unique: str) -> None:
+    argv = [sys.executable, "-m", "eos_kafka_source.cli", "broker", "--kafka", "--json"]
+    proc = subprocess.Popen(argv, cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        address = json.loads(_first_line(proc, deadline_s=120).strip())["bootstrap_servers"]
+        create_topic(address, unique)
+        write_plain(address, unique, [b"v"])
+        assert committed_values(address, unique) == [b"v"]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=90) == 0
+        assert _refused(int(address.rsplit(":", 1)[1]))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _, err = proc.communicate()
+    assert "Traceback" not in err and "Apache Kafka 4.3" in err
+
+
+@pytest.mark.parametrize("missing", ["java", "mvn"])
+def test_broker_kafka_without_java_or_maven_says_what_is_missing(
+        missing: str, tmp_path: Path) -> None:
+    # A PATH holding only what is not missing (java found through a symlink when it stays).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in {"java", "mvn"} - {missing}:
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    env = {**os.environ, "PATH": str(bin_dir), "EOSKAFKA_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "eos_kafka_source.cli", "broker", "--kafka"],
+                          cwd=REPO, env=env, text=True, capture_output=True, timeout=60)
+    assert done.returncode == 2
+    first = done.stderr.strip().splitlines()[0]
+    assert "EOSKAFKA_KAFKA_NEEDS_JAVA" in first and f"`{missing}`" in first
+    assert "Tansu" in first and "Traceback" not in done.stderr
 
 
 def test_broker_refuses_a_taken_port(capsys) -> None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from tests.kafka_helpers import TxnWriter, create_topic, write_plain
-from tests.oracle import Rec, assert_no_open_transactions, committed_values, committed_view
+from tests.oracle import (
+    PartitionView,
+    Rec,
+    Txn,
+    assert_no_open_transactions,
+    committed_values,
+    committed_view,
+    lso_lag,
+    tansu_stuck_lso,
+)
 
 
 def test_classifies_committed_aborted_and_plain(bootstrap: str, unique: str) -> None:
@@ -102,3 +111,42 @@ def test_committed_values_across_partitions(bootstrap: str, unique: str) -> None
     view = committed_view(bootstrap, unique)
     assert view[1].aborted_values == [b"p1-x"]
     assert_no_open_transactions(bootstrap, unique)
+
+
+# -- the stuck-LSO excuse: exactly the pinned state, nothing else (no broker needed) -------------
+
+def _pinned(**changes: object) -> PartitionView:
+    """b spans a@0 (0..3 + marker 6) and a@1 (7..10 + marker 10); b's marker at 11."""
+    pv = PartitionView(high_watermark=12, last_stable=7, last_txn_data=7, transactions=[
+        Txn(2, 0, 3, 6, True), Txn(2, 1, 7, 10, True), Txn(1, 0, 0, 11, True)])
+    for name, value in changes.items():
+        setattr(pv, name, value)
+    return pv
+
+
+def test_stuck_lso_signature_matches_the_pinned_state_only() -> None:
+    assert tansu_stuck_lso(_pinned()) is not None
+    assert tansu_stuck_lso(_pinned(last_stable=12)) is None  # no lag at all
+    assert tansu_stuck_lso(_pinned(last_stable=8)) is None  # not a transaction's start
+    assert tansu_stuck_lso(_pinned(open_producers={9})) is None
+    same_epoch = [Txn(2, 0, 3, 6, True), Txn(2, 0, 7, 10, True), Txn(1, 0, 0, 11, True)]
+    assert tansu_stuck_lso(_pinned(transactions=same_epoch)) is None  # not re-initialised
+    first_of_id = [Txn(2, 1, 7, 10, True), Txn(1, 0, 0, 11, True)]
+    assert tansu_stuck_lso(_pinned(transactions=first_of_id)) is None  # no earlier txn
+    unspanned = [Txn(2, 0, 3, 6, True), Txn(2, 1, 7, 10, True), Txn(1, 0, 0, 9, True)]
+    assert tansu_stuck_lso(_pinned(transactions=unspanned)) is None  # b ended inside a@1
+    assert tansu_stuck_lso(_pinned(high_watermark=16, last_txn_data=12,
+                                   transactions=[*_pinned().transactions,
+                                                 Txn(3, 0, 12, 15, True)])) is None
+
+
+def test_stuck_lso_is_never_excused_off_tansu(monkeypatch) -> None:
+    view = {0: _pinned()}
+    monkeypatch.setenv("EOSKAFKA_TEST_BROKER", "tansu")
+    assert [len(x) for x in lso_lag(view)] == [1, 0]
+    for kind in ("kafka", "kafka39"):
+        monkeypatch.setenv("EOSKAFKA_TEST_BROKER", kind)
+        assert [len(x) for x in lso_lag(view)] == [0, 1]
+    monkeypatch.setenv("EOSKAFKA_TEST_BROKER", "kafak")
+    with pytest.raises(ValueError, match="EOSKAFKA_TEST_BROKER"):
+        lso_lag(view)

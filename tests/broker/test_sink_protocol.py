@@ -7,74 +7,50 @@ output with the independent oracle.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.errors import (
     IdPrefixClashError,
     KafkaProtocolError,
     TransactionLostError,
 )
-from eos_kafka_source.sink.decision_log import DecisionLog
-from eos_kafka_source.sink.driver import DriverProtocol
-from eos_kafka_source.sink.handoff import TxnHandoff
-from eos_kafka_source.sink.naming import TransactionalIdFactory
-from eos_kafka_source.sink.task_writer import TaskWriter
-from eos_kafka_source.wire import KafkaWire
+from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, committed_view
+from tests.sink_harness import Harness, await_path, vals
 
 
-class Harness:
-    """A sink for one topic: tasks write, the driver commits; all against the broker."""
+class _Background:
+    """``call`` in a thread; :meth:`outcome` joins it, fails the test if it is still running,
+    and returns the exception it raised (None if it returned)."""
 
-    def __init__(self, bootstrap: str, topic: str, prefix: str, log_dir: Path | None,
-                 claim: bool = False) -> None:
-        self.cfg = ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap})
-        self.bootstrap, self.topic = bootstrap, topic
-        self.ids = TransactionalIdFactory(prefix)
-        self.log = DecisionLog(str(log_dir)) if log_dir else None
-        self.driver = DriverProtocol(
-            self.ids, self.log, self.wire, owner=str(log_dir), transaction_timeout_ms=60000,
-            claim_topic=topic if claim else None,
-        )
+    def __init__(self, call: Callable[[], object]) -> None:
+        self.error: BaseException | None = None
 
-    def wire(self) -> KafkaWire:
-        return KafkaWire(self.cfg)
+        def run() -> None:
+            try:
+                call()
+            except BaseException as exc:  # noqa: BLE001 - handed to the test by outcome()
+                self.error = exc
 
-    def task(self, partition: int, values: list[bytes]) -> TxnHandoff:
-        with self.wire() as wire:
-            writer = self.open_task(wire, partition)
-            writer.write_batch(pa.RecordBatch.from_pydict({"value": values}))
-            return writer.handoff()
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
 
-    def open_task(self, wire: KafkaWire, partition: int) -> TaskWriter:
-        writer = TaskWriter(wire, transactional_id=self.ids.for_task(partition), topic=self.topic,
-                            transaction_timeout_ms=60000, batch_records=50,
-                            context={"task_partition": partition})
-        writer.open()
-        return writer
-
-    def committed(self) -> Counter[bytes]:
-        view = committed_view(self.bootstrap, self.topic)
-        return Counter(v for pv in view.values() for v in pv.committed_values)
+    def outcome(self, timeout_s: float = 60) -> BaseException | None:
+        self.thread.join(timeout_s)
+        assert not self.thread.is_alive(), f"the background call did not end in {timeout_s}s"
+        return self.error
 
 
-def _await(path: Path, timeout_s: float = 30) -> None:
-    import time
 
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.01)
-
-
-def _vals(tag: str, n: int = 30) -> list[bytes]:
-    return [f"{tag}-{i}".encode() for i in range(n)]
+_await = await_path
+_vals = vals
 
 
 @pytest.fixture
@@ -87,9 +63,10 @@ def sink(bootstrap: str, unique: str, tmp_path: Path) -> Harness:
 
 def test_commit_makes_every_task_visible_once(sink: Harness) -> None:
     handoffs = [sink.task(p, _vals(f"b0t{p}")) for p in range(3)]
-    assert sink.committed() == Counter()  # open until the driver commits
+    assert sink.committed(settle=False) == Counter()  # open until the driver commits
     sink.driver.commit(0, handoffs, tasks=3)
     assert sink.committed() == Counter(_vals("b0t0") + _vals("b0t1") + _vals("b0t2"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -102,7 +79,7 @@ def test_invariant1_decision_recorded_before_first_endtxn(sink: Harness, faults)
     assert decision is not None and not decision.done
     assert {h.transactional_id for h in decision.handoffs} == {sink.ids.for_task(0),
                                                                 sink.ids.for_task(1)}
-    assert sink.committed() == Counter()
+    assert sink.committed(settle=False) == Counter()
 
 
 def test_invariant2_restart_rolls_decided_batch_forward_before_tasks(sink: Harness,
@@ -112,10 +89,11 @@ def test_invariant2_restart_rolls_decided_batch_forward_before_tasks(sink: Harne
     with pytest.raises(RuntimeError):
         sink.driver.commit(0, handoffs, tasks=2)
     faults("")
-    assert len(sink.committed()) == 30  # half committed: a crash between two EndTxns
+    assert len(sink.committed(settle=False)) == 30  # half committed: a crash between two EndTxns
     sink.driver.prepare(new_run=True)  # the restarted driver, before any task starts
     assert sink.committed() == Counter(_vals("t0") + _vals("t1"))
     assert sink.log.get(0).done
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -124,6 +102,7 @@ def test_invariant3_replayed_batch_id_aborts_new_work(sink: Harness) -> None:
     replay = [sink.task(0, _vals("replay"))]
     sink.driver.commit(0, replay, tasks=1)
     assert sink.committed() == Counter(_vals("first"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -134,6 +113,7 @@ def test_invariant3_commit_twice_abort_after_commit_abort_with_none(sink: Harnes
     sink.driver.abort(0, handoffs, tasks=2)
     sink.driver.abort(1, [], tasks=2)  # abort([None, None]) of a stopped batch
     assert sink.committed() == Counter(_vals("t0") + _vals("t1"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -146,6 +126,7 @@ def test_invariant4_fenced_handoff_fails_loudly_and_batch_can_replay(sink: Harne
     assert sink.log.get(0) is None  # nothing committed: the decision is withdrawn
     sink.driver.abort(0, [stale], tasks=1)
     assert sink.committed() == Counter()
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -161,11 +142,12 @@ def test_invariant4_handoff_fenced_before_commit_fails_the_batch_whole(sink: Har
     with pytest.raises(TransactionLostError, match="nothing was committed") as err:
         sink.driver.commit(0, [good, fenced], tasks=2)
     assert sink.ids.for_task(1) in str(err.value)
-    assert sink.log.get(0) is None and sink.committed() == Counter()
+    assert sink.log.get(0) is None and sink.committed(settle=False) == Counter()
     sink.driver.abort(0, [good, fenced], tasks=2)  # what Spark does after commit() raised
     sink.driver.prepare(new_run=True)  # the restarted query replays the batch
     sink.driver.commit(0, [sink.task(p, _vals(f"replay{p}")) for p in range(2)], tasks=2)
     assert sink.committed() == Counter(_vals("replay0") + _vals("replay1"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -175,28 +157,18 @@ def test_invariant4_partial_loss_names_what_was_lost(sink: Harness, faults, tmp_
     stale = sink.task(1, _vals("lost"))
     gate = tmp_path / "gate"
     faults(f"commit.after_decision=block:{gate}")
-    errors: list[BaseException] = []
-
-    def commit() -> None:
-        try:
-            sink.driver.commit(0, [good, stale], tasks=2)
-        except BaseException as exc:  # noqa: BLE001 - inspected below
-            errors.append(exc)
-
-    import threading
-
-    committing = threading.Thread(target=commit)
-    committing.start()
+    committing = _Background(lambda: sink.driver.commit(0, [good, stale], tasks=2))
     _await(gate.with_suffix(".started"))
     sink.task(1, _vals("zombie-fencer"))  # the fence lands between decision and EndTxn
     faults("")
     gate.with_suffix(".release").touch()
-    committing.join(60)
-    assert len(errors) == 1 and isinstance(errors[0], TransactionLostError)
-    message = str(errors[0])
+    error = committing.outcome()
+    assert isinstance(error, TransactionLostError), error
+    message = str(error)
     assert "LOST" in message and sink.ids.for_task(1) in message and "30 records" in message
     sink.driver.abort(0, [good, stale], tasks=2)
     assert sink.committed() == Counter(_vals("good"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -211,24 +183,13 @@ def test_invariant4_replay_rewrites_a_transaction_lost_mid_commit(
     first = [sink.task(p, _vals(f"b0t{p}")) for p in range(3)]
     gate = tmp_path / "gate"
     faults(f"commit.after_decision=block:{gate}")
-    errors: list[BaseException] = []
-
-    def commit() -> None:
-        try:
-            sink.driver.commit(0, first, tasks=3)
-        except BaseException as exc:  # noqa: BLE001 - inspected below
-            errors.append(exc)
-
-    import threading
-
-    committing = threading.Thread(target=commit)
-    committing.start()
+    committing = _Background(lambda: sink.driver.commit(0, first, tasks=3))
     _await(gate.with_suffix(".started"))
     sink.task(1, _vals("zombie"))  # the zombie fences task 1's decided transaction
     faults("")
     gate.with_suffix(".release").touch()
-    committing.join(60)
-    assert len(errors) == 1 and "LOST unless the replay" in str(errors[0])
+    error = committing.outcome()
+    assert isinstance(error, TransactionLostError) and "LOST unless the replay" in str(error)
     sink.driver.abort(0, first, tasks=3)  # Spark, after commit() raised
     sink.driver.prepare(new_run=True)  # the restarted query
     replay = [sink.task(p, _vals(f"b0t{p}")) for p in range(3)]
@@ -238,6 +199,7 @@ def test_invariant4_replay_rewrites_a_transaction_lost_mid_commit(
     assert decision is not None and not decision.lost_handoffs and decision.recovery is None
     sink.driver.commit(0, [sink.task(p, _vals(f"b0t{p}")) for p in range(3)], tasks=3)
     assert sink.committed() == Counter(_vals("b0t0") + _vals("b0t1") + _vals("b0t2"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -247,21 +209,18 @@ def test_invariant4_replay_with_other_rows_does_not_replace_a_lost_transaction(
     first = [sink.task(p, _vals(f"b0t{p}")) for p in range(2)]
     gate = tmp_path / "gate"
     faults(f"commit.after_decision=block:{gate}")
-    import threading
-
-    committing = threading.Thread(target=lambda: pytest.raises(
-        TransactionLostError, sink.driver.commit, 0, first, tasks=2))
-    committing.start()
+    committing = _Background(lambda: sink.driver.commit(0, first, tasks=2))
     _await(gate.with_suffix(".started"))
     sink.task(1, _vals("zombie"))
     faults("")
     gate.with_suffix(".release").touch()
-    committing.join(60)
+    assert isinstance(committing.outcome(), TransactionLostError)
     sink.driver.abort(0, first, tasks=2)
     sink.driver.prepare(new_run=True)
     other = [sink.task(0, _vals("b0t0")), sink.task(1, _vals("other", 29))]  # not the same rows
     sink.driver.commit(0, other, tasks=2)
     assert sink.committed() == Counter(_vals("b0t0"))  # task 1 stays lost, nothing doubled
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -278,6 +237,7 @@ def test_invariant5_zombie_keeps_writing_after_being_fenced(sink: Harness) -> No
         assert err.value.code in (47, 90)  # INVALID_PRODUCER_EPOCH / PRODUCER_FENCED
         sink.driver.commit(0, [winner.handoff()], tasks=1)
     assert sink.committed() == Counter(_vals("winner"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -289,6 +249,7 @@ def test_invariant5_lingering_transactions_fenced_at_query_start(sink: Harness,
     assert sum(len(pv.open) for pv in committed_view(bootstrap, sink.topic).values()) == 90
     sink.driver.prepare(new_run=True)
     assert sink.committed() == Counter(_vals("ok0") + _vals("ok1") + _vals("ok2"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -301,6 +262,7 @@ def test_invariant5_ids_beyond_recorded_pool_found_by_probing(sink: Harness) -> 
     sink.task(4, _vals("wide"))
     sink.driver.prepare(new_run=True)
     assert sink.committed() == Counter(_vals("ok"))
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -326,6 +288,7 @@ def test_invariant5_pool_does_not_grow_with_restarts(sink: Harness) -> None:
     sink.driver.prepare(new_run=True)
     assert sink.log.pool().size == 5
     assert len(sink.committed()) == 30
+    assert_java_agrees(sink.bootstrap, sink.topic)
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
@@ -352,4 +315,5 @@ def test_batch_write_without_decision_log(bootstrap: str, unique: str) -> None:
     h = Harness(bootstrap, unique, unique, None)
     h.driver.commit(None, [h.task(p, _vals(f"t{p}")) for p in range(2)], tasks=2)
     assert h.committed() == Counter(_vals("t0") + _vals("t1"))
+    assert_java_agrees(bootstrap, unique)
     assert_no_open_transactions(bootstrap, unique)

@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             f.stop()
         for f in feeders:
             f.join(timeout=60)
+        if hung := [f.name for f in feeders if f.is_alive()]:
+            raise RuntimeError(f"feeder thread(s) {hung} did not stop within 60 s")
         for f in feeders:
             f.seal(INPUT_PARTITIONS)
         heals = _heal_input(broker.bootstrap_servers, cfg["input"], feeders)

@@ -56,11 +56,18 @@ class FaultLog:
     started: float = field(default_factory=time.monotonic)
     records: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, kind: str, detail: str) -> None:
+    def add(self, kind: str, detail: str, aimed: str | None = None,
+            landed: bool | None = None) -> None:
+        """``aimed``: the moment (fault point) the fault was aimed at, None for a fault meant
+        for a random moment; ``landed``: whether it hit that moment (False: fell back to a
+        random one). Both are counted in the verdict."""
         now = time.time()
         stamp = time.strftime("%H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1000):03d}"
         record = {"n": len(self.records) + 1, "kind": kind, "detail": detail, "time": stamp,
-                  "elapsed_s": round(time.monotonic() - self.started, 1)}
+                  "elapsed_s": round(time.monotonic() - self.started, 1),
+                  "aimed": aimed, "landed": landed}
+        if aimed is not None and not landed:
+            detail += f" [aimed at {aimed}: FELL BACK]"
         self.records.append(record)
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
@@ -116,14 +123,16 @@ class Chaos:
         getattr(self, kind)()
 
     def executor_kill(self) -> None:
+        aimed = None
         if self.rng.random() < 0.5:
-            base, _ = self._arm("write.after_flush", "block")
+            aimed = "write.after_flush"
+            base, _ = self._arm(aimed, "block")
             blocked = self._wait_blocked(base)
             jvm = java_ancestor(blocked) if blocked else None
             if jvm is not None:
                 os.kill(jvm, signal.SIGKILL)
                 self.log.add("executor_kill", f"executor JVM {jvm} whose task (Python worker "
-                             f"{blocked}) holds a flushed open transaction")
+                             f"{blocked}) holds a flushed open transaction", aimed, True)
                 self._disarm(base)
                 return
             self._disarm(base)
@@ -131,7 +140,7 @@ class Chaos:
         victim = self.rng.choice(pids)
         os.kill(victim, signal.SIGKILL)
         self.log.add("executor_kill", f"executor JVM {victim} at a random moment "
-                     f"(of {len(pids)} executors)")
+                     f"(of {len(pids)} executors)", aimed, False if aimed else None)
 
     def _executors(self) -> list[int]:
         deadline = time.monotonic() + _ARM_TIMEOUT_S
@@ -152,24 +161,30 @@ class Chaos:
                 lambda e: e["event"] == "exited" and e["pid"] == pid, since, _ARM_TIMEOUT_S)
             self._disarm()
             if exited is not None and flag.exists():
-                self.log.add("driver_kill", f"driver {pid} SIGKILLed (process group) at {point}")
+                self.log.add("driver_kill", f"driver {pid} SIGKILLed (process group) at {point}",
+                             point, True)
                 self.pipeline.start()
                 return
-            point = f"random ({point} did not fire in {_ARM_TIMEOUT_S:.0f}s)"
+            aimed, point = point, f"random ({point} did not fire in {_ARM_TIMEOUT_S:.0f}s)"
+        else:
+            aimed = None
         self.pipeline.kill()
-        self.log.add("driver_kill", f"driver {pid} SIGKILLed (process group) at {point}")
+        self.log.add("driver_kill", f"driver {pid} SIGKILLed (process group) at {point}",
+                     aimed, False if aimed else None)
         self.pipeline.start()
 
     def broker_restart(self) -> None:
         down = round(self.rng.uniform(0, 3), 2)
-        base = None
+        base, aimed, landed = None, None, None
         where = "a random moment"
         if self.rng.random() < 0.4:
-            base, _ = self._arm("commit.after_decision", "block")
+            aimed, landed = "commit.after_decision", False
+            base, _ = self._arm(aimed, "block")
             if self._wait_blocked(base) is not None:
-                where = "the driver's commit, between its decision and its EndTxns"
+                where, landed = "the driver's commit, between its decision and its EndTxns", True
         self.broker.stop(kill=True)
-        self.log.add("broker_restart", f"broker SIGKILLed at {where}; down {down}s")
+        self.log.add("broker_restart", f"broker SIGKILLed at {where}; down {down}s", aimed,
+                     landed)
         if base is not None:
             self._disarm(base)
         time.sleep(down)  # the outage itself
@@ -184,7 +199,8 @@ class Chaos:
         stopping = self.pipeline.wait_for(
             lambda e: e["event"] in ("stopping", "exited") and e["pid"] == pid, since, 60)
         when = "while a task holds a flushed open transaction" if blocked else "between batches"
-        self.log.add("query_stop", f"query stopped {when}; restarted from the checkpoint")
+        self.log.add("query_stop", f"query stopped {when}; restarted from the checkpoint",
+                     "write.after_flush", blocked is not None)
         time.sleep(self.rng.uniform(0, 1.5))  # the stopped task may go on after abort()
         self._disarm(base)
         if stopping is None:
@@ -195,20 +211,23 @@ class Chaos:
         size = max(DecisionLog(ckpt).pool().size, 1)
         task = self.rng.randrange(size)
         tid = TransactionalIdFactory(default_prefix(ckpt)).for_task(task)
-        base, when = None, "at a random moment"
+        base, when, aimed, landed = None, "at a random moment", None, None
         if self.rng.random() < 0.5:
             # The worst moment: that task has flushed its transaction and is about to hand it
             # over; the zombie's InitProducerId aborts it before the driver commits.
-            base, _ = self._arm(f"write.after_flush/{task}", "block")
+            aimed, landed = f"write.after_flush/{task}", False
+            base, _ = self._arm(aimed, "block")
             if self._wait_blocked(base) is not None:
                 when = f"while task {task} holds its flushed transaction, before the commit"
+                landed = True
         try:
-            self._start_zombie(tid, when)
+            self._start_zombie(tid, when, aimed, landed)
         finally:
             if base is not None:
                 self._disarm(base)
 
-    def _start_zombie(self, tid: str, when: str) -> None:
+    def _start_zombie(self, tid: str, when: str, aimed: str | None,
+                      landed: bool | None) -> None:
         number = len(self.zombies) + 1
         junk = [-(number * 100_000 + i) for i in range(self.rng.randint(5, 50))]
         wire = KafkaWire(ClientConfig.from_options(
@@ -221,12 +240,13 @@ class Chaos:
             writer.flush()
         except Exception as exc:
             wire.close()
-            self.log.add("zombie", f"zombie on {tid} failed to start: {exc}")
+            self.log.add("zombie", f"zombie on {tid} failed to start: {exc}", aimed, landed)
             return
         self.zombies.append(Zombie(tid, junk, wire, writer))
         assert writer.producer is not None
         self.log.add("zombie", f"zombie producer on sink id {tid} (epoch {writer.producer.epoch})"
-                     f" {when}: {len(junk)} junk records in a transaction it never commits")
+                     f" {when}: {len(junk)} junk records in a transaction it never commits",
+                     aimed, landed)
 
     def zombie_follow_up(self) -> None:
         """The last zombie writes again: by now the sink should have fenced it."""

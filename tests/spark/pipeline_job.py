@@ -46,7 +46,12 @@ def main(argv: list[str]) -> int:
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination()
+    # The test's subprocess.run(timeout=600) would kill us silently: end first, and say so.
+    if not query.awaitTermination(480):
+        print("pipeline_job: the query did not end within 480 s", file=sys.stderr, flush=True)
+        query.stop()
+        spark.stop()
+        return 3
     spark.stop()
     return 0
 

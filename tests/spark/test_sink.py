@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, committed_view
 
@@ -45,6 +46,7 @@ def test_batch_write_exactly_once(spark, bootstrap: str, unique: str) -> None:
     (_batch_df(spark, values).write.format("eoskafka").mode("append")
         .option("kafka.bootstrap.servers", bootstrap).option("topic", unique).save())
     assert _committed(bootstrap, unique) == Counter(values)
+    assert_java_agrees(bootstrap, unique)
     assert_no_open_transactions(bootstrap, unique)
 
 
@@ -63,6 +65,7 @@ def test_batch_write_topic_column_keys_headers_and_partition(spark, bootstrap, u
         )
         assert all(r.headers == (("h", b"x"),) for r in pv.committed)
         assert all(r.key == r.value.replace(b"v", b"k") for r in pv.committed)
+    assert_java_agrees(bootstrap, unique)
     assert_no_open_transactions(bootstrap, unique)
 
 
@@ -75,6 +78,7 @@ def test_batch_write_that_fails_for_good_leaves_nothing_visible(
         (_batch_df(spark, _values(400)).write.format("eoskafka").mode("append")
             .option("kafka.bootstrap.servers", bootstrap).option("topic", unique).save())
     assert _committed(bootstrap, unique) == Counter()
+    assert_java_agrees(bootstrap, unique)
     assert_no_open_transactions(bootstrap, unique)
 
 
@@ -152,9 +156,9 @@ def test_streaming_write_exactly_once_and_bounded_id_pool(spark, bootstrap, uniq
     src, values = _json_input(tmp_path, files=5, per_file=200)
     query = _stream(spark, src, bootstrap, unique, tmp_path / "ckpt").trigger(
         availableNow=True).start()
-    query.awaitTermination()
-    assert query.exception() is None
+    _finish(query)
     assert _committed(bootstrap, unique) == Counter(values)
+    assert_java_agrees(bootstrap, unique)
     assert_no_open_transactions(bootstrap, unique)
     pool = json.loads((tmp_path / "ckpt" / "eoskafka" / "pool.json").read_text())
     assert pool["size"] == 3  # one transactional id per task partition, not per batch
@@ -171,9 +175,10 @@ def test_streaming_task_retry_after_flush_writes_once(
     faults(f"write.after_flush/1={action}@{tmp_path / 'once'}")
     query = _stream(spark, src, bootstrap, unique, tmp_path / "ckpt").trigger(
         availableNow=True).start()
-    query.awaitTermination()
+    _finish(query)
     assert (tmp_path / "once").exists(), "the fault did not fire"
     assert _committed(bootstrap, unique) == Counter(values)
+    assert_java_agrees(bootstrap, unique)
     assert_no_open_transactions(bootstrap, unique)
 
 
@@ -190,9 +195,18 @@ def test_query_stop_mid_batch_then_restart(spark, bootstrap, unique, tmp_path, f
     faults("")
     query = _stream(spark, src, bootstrap, unique, tmp_path / "ckpt").trigger(
         availableNow=True).start()
-    query.awaitTermination()
+    _finish(query)
     assert _committed(bootstrap, unique) == Counter(values)
+    assert_java_agrees(bootstrap, unique)
     assert_no_open_transactions(bootstrap, unique)
+
+
+def _finish(query, timeout_s: int = 300) -> None:
+    """Wait for an AvailableNow query to end by itself, with a deadline; it must not fail."""
+    if not query.awaitTermination(timeout_s):
+        query.stop()
+        raise AssertionError(f"the query did not end within {timeout_s}s")
+    assert query.exception() is None, query.exception()
 
 
 def _wait_for(path: Path, query) -> None:
@@ -225,4 +239,5 @@ def test_oversized_record_fails_clearly_and_nothing_is_visible(spark, bootstrap,
             .option("topic", unique).save())
     assert "kafka.max.request.size=1048576" in str(err.value)
     assert _committed(bootstrap, unique) == Counter()
+    assert_java_agrees(bootstrap, unique)
     assert_no_open_transactions(bootstrap, unique)

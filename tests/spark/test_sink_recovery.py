@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import TxnWriter, create_topic
 from tests.oracle import assert_no_open_transactions, committed_view
 
@@ -76,6 +77,7 @@ def test_driver_killed_at_commit_step_then_restarted(bootstrap, unique, tmp_path
     assert killed == -9
     assert _run(bootstrap, src, out, tmp_path / "ckpt") == 0
     assert _committed(bootstrap, out) == expected
+    assert_java_agrees(bootstrap, out)
     assert_no_open_transactions(bootstrap, out)
 
 
@@ -89,6 +91,7 @@ def test_commit_raising_once_then_restart(bootstrap, unique, tmp_path, point) ->
     assert flag.exists()
     assert _run(bootstrap, src, out, tmp_path / "ckpt") == 0
     assert _committed(bootstrap, out) == expected
+    assert_java_agrees(bootstrap, out)
     assert_no_open_transactions(bootstrap, out)
 
 
@@ -102,4 +105,5 @@ def test_driver_killed_mid_write_leaves_nothing_open(bootstrap, unique, tmp_path
                 f"write.after_flush/0=killgroup@{flag}") == -9
     assert _run(bootstrap, src, out, tmp_path / "ckpt") == 0
     assert _committed(bootstrap, out) == expected
+    assert_java_agrees(bootstrap, out)
     assert_no_open_transactions(bootstrap, out)

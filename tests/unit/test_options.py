@@ -374,10 +374,6 @@ def test_starting_valid(options, streaming, expected):
     ({"startingOffsets": "first"}, True, ["startingOffsets", "not valid JSON", "'first'"]),
     ({"startingOffsets": '{"t":{"0":1.5}}'}, True, ["startingOffsets", "1.5", "integer"]),
     ({"startingOffsets": '{"t":{"x":1}}'}, True, ["startingOffsets", "'x'"]),
-    ({"startingOffsets": "earliest", "startingTimestamp": "1"}, True,
-     ["startingOffsets and startingTimestamp", "keep only one"]),
-    ({"startingTimestamp": "1", "startingOffsetsByTimestamp": '{"t":{"0":1}}'}, True,
-     ["startingTimestamp and startingOffsetsByTimestamp"]),
     ({"startingTimestamp": "-1"}, True, ["startingTimestamp", "'-1'"]),
     ({"startingTimestamp": "yesterday"}, True, ["startingTimestamp", "'yesterday'"]),
     ({"startingOffsetsByTimestamp": '{"t":{"0":-2}}'}, True,
@@ -391,6 +387,27 @@ def test_starting_valid(options, streaming, expected):
 ])
 def test_starting_invalid(options, streaming, needles):
     raises(lambda: source(streaming, **options), *needles)
+
+
+@pytest.mark.parametrize("options, streaming, kind", [
+    ({"startingOffsets": "earliest", "startingTimestamp": "1"}, True, "timestamp"),
+    ({"startingOffsets": "latest", "startingTimestamp": "1"}, False, "timestamp"),
+    ({"startingTimestamp": "1", "startingOffsetsByTimestamp": '{"t":{"0":1}}'}, True,
+     "timestamp"),
+    ({"startingOffsets": "latest", "startingOffsetsByTimestamp": '{"t":{"0":1}}'}, True,
+     "timestamps"),
+])
+def test_starting_options_follow_sparks_precedence(options, streaming, kind):
+    """Spark resolves startingTimestamp > startingOffsetsByTimestamp > startingOffsets
+    (KafkaSourceProvider.getKafkaOffsetRangeLimit); the losers are not even parsed."""
+    assert source(streaming, **options).starting.kind == kind
+
+
+def test_ending_options_follow_sparks_precedence():
+    assert source(False, endingOffsets="latest", endingTimestamp="5").ending == EndingSpec(
+        "timestamp", timestamp=5, option="endingTimestamp")
+    assert source(False, endingOffsets="earliest",
+                  endingOffsetsByTimestamp='{"t":{"0":9}}').ending.kind == "timestamps"
 
 
 def test_starting_json_checked_against_subscription():
@@ -425,8 +442,6 @@ def test_ending_valid(options, expected):
     ({"endingOffsetsByTimestamp": '{"t":{"0":1}}'}, True, ["endingOffsetsByTimestamp"]),
     ({"endingOffsets": "earliest"}, False, ["endingOffsets='earliest'", "latest"]),
     ({"endingOffsets": '{"t":{"0":-2}}'}, False, ["endingOffsets", "-2", "t-0"]),
-    ({"endingOffsets": "latest", "endingTimestamp": "1"}, False,
-     ["endingOffsets and endingTimestamp"]),
     ({"endingTimestamp": "x"}, False, ["endingTimestamp", "'x'"]),
 ])
 def test_ending_invalid(options, streaming, needles):
@@ -611,3 +626,22 @@ def test_sink_repr_pickle_and_secret_errors():
     message = raises(lambda: sink(**{"kafka.sasl.password": SECRET, "kafka.sasl.username": "u",
                                      "kafka.sasl.mechanism": "PLAIN"}), "SASL_SSL")
     assert SECRET not in message
+
+
+@pytest.mark.parametrize("name, codec", [("none", 0), ("GZIP", 1), ("snappy", 2), ("lz4", 3),
+                                         ("zstd", 4)])
+def test_sink_honours_compression_type(name, codec):
+    assert sink(**{"kafka.compression.type": name}).compression == codec
+
+
+def test_sink_batching_settings_and_spark_sink_options():
+    """kafka.batch.size caps a batch's bytes (0: one record each, as in Java); linger.ms is
+    validated (a task never waits); includeHeaders is accepted as Spark's sink accepts it."""
+    assert sink().batch_bytes == 900_000
+    assert sink(**{"kafka.batch.size": "16384"}).batch_bytes == 16384
+    assert sink(**{"kafka.batch.size": "0"}).batch_bytes == 0
+    assert sink(**{"kafka.linger.ms": "20", "includeHeaders": "true"}).topic is None
+    raises(lambda: sink(**{"kafka.compression.type": "brotli"}), "kafka.compression.type",
+           "gzip, snappy, lz4, zstd")
+    raises(lambda: sink(**{"kafka.linger.ms": "soon"}), "kafka.linger.ms")
+    raises(lambda: sink(**{"kafka.batch.size": "-1"}), "kafka.batch.size")

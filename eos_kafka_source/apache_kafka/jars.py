@@ -1,0 +1,129 @@
+"""Apache Kafka's jars, fetched from Maven Central once with ``mvn`` and cached outside the repo.
+
+The cache is ``$EOSKAFKA_CACHE`` (default ``~/.cache/eoskafka``)/``kafka-<version>/``;
+a ``.complete`` file marks a finished fetch, and a file lock keeps two test
+sessions from fetching into the same folder at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..errors import EosKafkaError
+
+#: Pinned versions: 4.3.x (transaction protocol version 2 finalized by default) and
+#: 3.9.x (the classic protocol only). Short names map to the pinned patch release.
+SUPPORTED_VERSIONS = {"4.3": "4.3.1", "3.9": "3.9.1"}
+DEFAULT_VERSION = SUPPORTED_VERSIONS["4.3"]
+
+#: Kafka 4.x logs through log4j2 but its pom brings no SLF4J binding; 3.9 brings reload4j.
+_LOG_BINDING = {"4": ("org.apache.logging.log4j", "log4j-slf4j-impl", "2.25.4")}
+
+_MAVEN_TIMEOUT_S = 900
+
+
+class KafkaToolsMissingError(EosKafkaError):
+    """Java or Maven, needed to run Apache Kafka, is not installed."""
+
+    condition = "EOSKAFKA_KAFKA_NEEDS_JAVA"
+
+
+def resolve_version(version: str | None) -> str:
+    """``None``/``"4.3"``/``"4.3.1"`` -> a pinned full version; anything else is refused."""
+    if not version:
+        return DEFAULT_VERSION
+    if version in SUPPORTED_VERSIONS:
+        return SUPPORTED_VERSIONS[version]
+    if version in SUPPORTED_VERSIONS.values():
+        return version
+    raise EosKafkaError(
+        f"Apache Kafka {version} is not one of the pinned versions "
+        f"({', '.join(sorted(SUPPORTED_VERSIONS.values()))}); pass one of "
+        f"{', '.join(sorted(SUPPORTED_VERSIONS))}"
+    )
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("EOSKAFKA_CACHE") or Path.home() / ".cache" / "eoskafka")
+
+
+def require_java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise KafkaToolsMissingError(
+            "Apache Kafka runs on the JVM and `java` (17 or newer) is not on PATH: install a "
+            "JDK 17, or use the embedded broker (`eoskafka broker`, Tansu), which needs neither "
+            "Java nor Maven"
+        )
+    return java
+
+
+def _pom(version: str) -> str:
+    deps = [("org.apache.kafka", "kafka_2.13", version),
+            ("org.apache.kafka", "kafka-tools", version)]
+    if version.split(".")[0] in _LOG_BINDING:
+        deps.append(_LOG_BINDING[version.split(".")[0]])
+    body = "\n".join(
+        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
+        f"<version>{v}</version></dependency>"
+        for g, a, v in deps
+    )
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>eoskafka</groupId><artifactId>kafka-jars</artifactId><version>1</version>
+  <dependencies>
+{body}
+  </dependencies>
+</project>
+"""
+
+
+def kafka_jars(version: str | None = None) -> Path:
+    """The folder holding every runtime jar of Apache Kafka ``version`` (fetched if needed)."""
+    version = resolve_version(version)
+    target = cache_root() / f"kafka-{version}"
+    if (target / ".complete").exists():
+        return target
+    require_java()
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KafkaToolsMissingError(
+            f"Apache Kafka's jars are fetched from Maven Central with `mvn`, which is not on "
+            f"PATH: install Maven, or put Kafka {version}'s jars in {target} with an empty "
+            f"`.complete` file, or use the embedded broker (Tansu), which needs neither Java "
+            f"nor Maven"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".kafka-{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / ".complete").exists():
+            return target
+        with tempfile.TemporaryDirectory(prefix="eoskafka-pom-") as tmp:
+            (Path(tmp) / "pom.xml").write_text(_pom(version))
+            staging = target.with_name(target.name + ".partial")
+            shutil.rmtree(staging, ignore_errors=True)
+            done = subprocess.run(
+                [mvn, "-q", "-B", "dependency:copy-dependencies",
+                 f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
+                cwd=tmp, capture_output=True, text=True, timeout=_MAVEN_TIMEOUT_S,
+            )
+            if done.returncode != 0:
+                tail = (done.stdout + done.stderr).strip().splitlines()[-15:]
+                raise EosKafkaError(
+                    f"fetching Apache Kafka {version} from Maven Central failed (mvn exit "
+                    f"{done.returncode}); is Maven Central reachable? Last lines:\n"
+                    + "\n".join(tail)
+                )
+            shutil.rmtree(target, ignore_errors=True)
+            staging.rename(target)
+            (target / ".complete").write_text(version + "\n")
+    return target
+
+
+def classpath(version: str | None = None) -> str:
+    return str(kafka_jars(version) / "*")

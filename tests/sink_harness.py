@@ -1,0 +1,82 @@
+"""The sink without Spark: TaskWriter plays the tasks, DriverProtocol the driver.
+
+Shared by the protocol tests (tests/broker/test_sink_protocol.py) and the Apache Kafka
+failure tests (coordinator failover, transaction timeout).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+
+from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.sink.decision_log import DecisionLog
+from eos_kafka_source.sink.driver import DriverProtocol
+from eos_kafka_source.sink.handoff import TxnHandoff
+from eos_kafka_source.sink.naming import TransactionalIdFactory
+from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.wire import KafkaWire
+from tests.oracle import committed_view
+
+
+class Harness:
+    """A sink for one topic: tasks write, the driver commits; all against the broker."""
+
+    def __init__(self, bootstrap: str, topic: str, prefix: str, log_dir: Path | str | None,
+                 claim: bool = False, timeout_ms: int = 60000) -> None:
+        self.cfg = ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap})
+        self.bootstrap, self.topic, self.timeout_ms = bootstrap, topic, timeout_ms
+        self.ids = TransactionalIdFactory(prefix)
+        self.log = DecisionLog(str(log_dir)) if log_dir else None
+        self.driver = DriverProtocol(
+            self.ids, self.log, self.wire, owner=str(log_dir), transaction_timeout_ms=timeout_ms,
+            claim_topic=topic if claim else None,
+        )
+
+    def wire(self) -> KafkaWire:
+        return KafkaWire(self.cfg)
+
+    def task(self, partition: int, values: list[bytes]) -> TxnHandoff:
+        with self.wire() as wire:
+            writer = self.open_task(wire, partition)
+            writer.write_batch(pa.RecordBatch.from_pydict({"value": values}))
+            return writer.handoff()
+
+    def open_task(self, wire: KafkaWire, partition: int) -> TaskWriter:
+        writer = TaskWriter(wire, transactional_id=self.ids.for_task(partition), topic=self.topic,
+                            transaction_timeout_ms=self.timeout_ms, batch_records=50,
+                            context={"task_partition": partition})
+        writer.open()
+        return writer
+
+    def committed(self, *, settle: bool = True) -> Counter[bytes]:
+        """Committed values; with ``settle``, once no transaction is open on the topic.
+
+        On Kafka, EndTxn answers once PrepareCommit is in the coordinator's log and writes
+        the markers after: a committed transaction's records become visible a moment later.
+        """
+        deadline = time.monotonic() + 60
+        while True:
+            view = committed_view(self.bootstrap, self.topic)
+            if not settle or not any(pv.open for pv in view.values()):
+                return Counter(v for pv in view.values() for v in pv.committed_values)
+            assert time.monotonic() < deadline, "transactions still open after 60 s"
+            time.sleep(0.1)
+
+    def aborted(self) -> Counter[bytes]:
+        view = committed_view(self.bootstrap, self.topic)
+        return Counter(v for pv in view.values() for v in pv.aborted_values)
+
+
+def await_path(path: Path, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.01)
+
+
+def vals(tag: str, n: int = 30) -> list[bytes]:
+    return [f"{tag}-{i}".encode() for i in range(n)]

@@ -82,10 +82,15 @@ contrast: setup
 ## Exactly-once under faults on a Spark standalone cluster + durable broker (tests/chaos).
 ## `make chaos` is the short round (one fault of each kind + 2, a few minutes);
 ## `make chaos SOAK=30` injects 30 faults. CHAOS_SEED=N replays a schedule.
+## BROKER=kafka: a 3-node Apache Kafka with its own fault kinds (coordinator and leader
+## kills, a rolling restart, a driver down past the transaction timeout).
+## CHAOS_DEADLINE=S gives up (exit 1) after S seconds (default 600 + 120 per fault).
 SOAK ?= short
 CHAOS_SEED ?=
+CHAOS_DEADLINE ?=
 chaos: setup
-	SOAK=$(SOAK) $(PY) -m tests.chaos $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
+	SOAK=$(SOAK) $(PY) -m tests.chaos --broker $(BROKER) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) \
+	  $(if $(CHAOS_DEADLINE),--deadline $(CHAOS_DEADLINE))
 
 ## Smoke set (pytest -m smoke) on every older supported Spark minor, each in its own venv
 ## (.venv-spark4.0 ...); the newest (4.3) is the main venv's and runs in `make test`.

@@ -1,4 +1,4 @@
-"""The durable broker: Tansu with ``s3://`` storage on a local moto S3 server.
+"""The durable broker: Tansu with ``s3://`` storage on a local moto S3 server, or Kafka.
 
 DESIGN.md section 1: this survives ``kill -9`` with records, open transactions,
 producer epochs and group offsets intact. The S3 server keeps its state in
@@ -14,6 +14,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.broker import EmbeddedBroker, free_port
 
 BUCKET = "tansu"
@@ -69,3 +70,10 @@ def durable_broker(s3: S3Server, work: Path) -> EmbeddedBroker:
         "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",
     }
     return EmbeddedBroker(storage=f"s3://{BUCKET}/", env=env, log_path=str(work / "tansu.log"))
+
+
+def kafka_cluster(work: Path) -> KafkaCluster:
+    """Three Apache Kafka nodes (KRaft, each broker and controller), replication 3 with
+    min.insync.replicas 2 (acknowledged writes survive one node's kill -9), logs under
+    ``work/kafka``. The transaction maximum stays Kafka's default (15 minutes)."""
+    return KafkaCluster(nodes=3, workdir=str(work / "kafka"))

@@ -64,6 +64,8 @@ def _session(cfg: dict[str, Any]) -> SparkSession:
         .config("spark.executor.cores", "1")
         .config("spark.cores.max", str(cfg["executors"]))
         .config("spark.task.maxFailures", "8")
+        # A Python worker connecting back to a JVM on a loaded machine can take over 15 s.
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
     )
@@ -99,6 +101,8 @@ def _start(spark: SparkSession, cfg: dict[str, Any], drain: bool) -> StreamingQu
         .option("topic", cfg["output"])
         .option("checkpointLocation", cfg["checkpoint"])
     )
+    if cfg.get("transaction_timeout_ms"):  # short on Kafka: a driver can be down past it
+        writer = writer.option("kafka.transaction.timeout.ms", str(cfg["transaction_timeout_ms"]))
     if drain:
         writer = writer.trigger(availableNow=True)
     else:
@@ -146,7 +150,9 @@ def main(argv: list[str]) -> int:
                 break
         error = query.exception()
         if error is not None:
-            emit("query_failed", run=run, error=_first_line(error))
+            lost = [line for line in str(getattr(error, "desc", None) or error).splitlines()
+                    if "EOSKAFKA_TRANSACTION_LOST" in line]  # whole: the verdict counts them
+            emit("query_failed", run=run, error=_first_line(error), lost=lost)
             time.sleep(cfg["restart_backoff_s"])
         elif drain and kind == "terminated":
             emit("drained", run=run)

@@ -154,8 +154,8 @@ def judge(bootstrap: str, cfg: dict[str, Any], ledger: Ledger, faults: list[dict
     open_out, open_in = _open(out), _open(src)
     v.row("open transactions (output)", len(open_out), problem=bool(open_out))
     v.row("open transactions (input)", len(open_in), problem=bool(open_in))
-    quirk_out, other_out = lso_lag(out, cfg["output"], broker="tansu")
-    quirk_in, other_in = lso_lag(src, cfg["input"], broker="tansu")
+    quirk_out, other_out = lso_lag(out, cfg["output"], broker=cfg.get("broker", "tansu"))
+    quirk_in, other_in = lso_lag(src, cfg["input"], broker=cfg.get("broker", "tansu"))
     v.row("LSO < HW, pinned Tansu stuck-LSO state", len(quirk_out) + len(quirk_in))
     if quirk_out or quirk_in:
         v.notes.append(f"{TANSU_STUCK_LSO}: " + "; ".join(quirk_out + quirk_in))

@@ -1,0 +1,56 @@
+"""The Kafka chaos round's bookkeeping (no cluster): the schedule's quotas, and how the
+verdict counts coordinator kills during a commit and the driver's loss reports."""
+
+from __future__ import annotations
+
+import random
+
+from tests.chaos.__main__ import schedule
+from tests.chaos.kafka_faults import (
+    KAFKA_KINDS,
+    WEIGHTS,
+    coordinator_kills_in_commit,
+    quotas,
+)
+from tests.chaos.kafka_verdict import reported_losses
+
+
+def test_a_soak_of_50_has_every_kind_and_enough_coordinator_kills() -> None:
+    counts = quotas(50, KAFKA_KINDS, WEIGHTS)
+    assert sum(counts.values()) == 50
+    assert min(counts.values()) >= 1
+    # Six of every seven coordinator kills are aimed at a commit step: >= 10 aimed needs 12.
+    assert counts["coordinator_kill"] >= 12
+    kinds = schedule(random.Random(1), 50, KAFKA_KINDS, WEIGHTS)
+    assert sorted(kinds) == sorted(k for k, n in counts.items() for _ in range(n))
+
+
+def test_the_short_round_is_one_of_each_kind() -> None:
+    assert quotas(len(KAFKA_KINDS), KAFKA_KINDS, WEIGHTS) == {k: 1 for k in KAFKA_KINDS}
+    assert quotas(3, KAFKA_KINDS, WEIGHTS) == {k: int(k in KAFKA_KINDS[:3]) for k in KAFKA_KINDS}
+
+
+def test_only_landed_commit_step_coordinator_kills_count() -> None:
+    faults = [
+        {"kind": "coordinator_kill", "aimed": "commit.between_endtxn", "landed": True},
+        {"kind": "coordinator_kill", "aimed": "commit.after_done", "landed": False},
+        {"kind": "coordinator_kill", "aimed": None, "landed": None},
+        {"kind": "driver_kill", "aimed": "commit.after_decision", "landed": True},
+        {"kind": "leader_kill", "aimed": "write.after_batch", "landed": True},
+    ]
+    assert coordinator_kills_in_commit(faults) == 1
+
+
+def test_loss_reports_count_each_transaction_once() -> None:
+    one = ("transaction eoskafka-ab-0 (producer 7, epoch 3) of task 0 attempt 0: 120 records "
+           "[chaos-out-0: 60, chaos-out-1: 60]: PRODUCER_FENCED")
+    two = ("transaction eoskafka-ab-2 (producer 9, epoch 1) of task 2 attempt 1: 5 records "
+           "[chaos-out-1: 5]: INVALID_PRODUCER_EPOCH")
+    errors = [f"[EOSKAFKA_TRANSACTION_LOST] batch 4 was decided but 2 ...: {one}; {two}",
+              f"  raise TransactionLostError(...) [EOSKAFKA_TRANSACTION_LOST] {one}",
+              "[EOSKAFKA_TRANSACTION_LOST] batch 3: 2 of its transactions were fenced ...; "
+              "nothing was committed, the batch fails and will be replayed: transaction "
+              "eoskafka-ab-1 (producer 8, epoch 2) of task 1 attempt 0: 99 records []",
+              f"batch 9 (no loss word here) {one.replace('producer 7', 'producer 70')}"]
+    assert reported_losses(errors) == (2, 125)
+    assert reported_losses([]) == (0, 0)

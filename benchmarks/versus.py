@@ -176,9 +176,10 @@ class Bench:
         w.start().awaitTermination()
 
 
-def bench_spark(b: Bench, out: list[Measure]) -> None:
+def bench_spark(b: Bench, out: list[Measure], codecs: tuple[str, ...] = ("none", "lz4")
+                ) -> None:
     """Append each measure to ``out`` as it completes (a failure keeps the earlier ones)."""
-    for codec in ("none", "lz4"):
+    for codec in codecs:
         source = b.topic(f"input-{codec}")
         b.write("kafka", source, codec)  # the same input for both readers
         out.append(interleaved(
@@ -303,6 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit-batches", type=int, default=5)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--no-commit", action="store_true")
+    parser.add_argument("--codecs", default="none,lz4", help="comma-separated: none, lz4")
+    parser.add_argument("--merge", type=Path, default=None,
+                        help="a previous run's JSON whose measures join this table (each row "
+                             "keeps its own load figures; the header says so)")
     args = parser.parse_args(argv)
     import pyspark
 
@@ -319,17 +325,23 @@ def main(argv: list[str] | None = None) -> int:
             cfg = ClientConfig.from_options({"kafka.bootstrap.servers":
                                              kafka.bootstrap_servers})
             print("driver commit on Kafka", flush=True)
-            measures += bench_commit(cfg, args.commit_batches,
-                                     args.out.with_name("commit-profile.txt"))
+            if not args.no_commit:
+                measures += bench_commit(cfg, args.commit_batches,
+                                         args.out.with_name("commit-profile.txt"))
             if not args.no_spark:
                 spark = start_spark()
                 bench_spark(Bench(spark, kafka.bootstrap_servers, args.records, args.runs),
-                            measures)
+                            measures, tuple(args.codecs.split(",")))
     finally:
         if spark is not None:
             spark.stop()
         if measures:
             env["load at end"] = f"{load():.1f}"
+            if args.merge is not None:
+                earlier = json.loads(args.merge.read_text())
+                env["merged"] = (f"rows from the run of {earlier['env']['when']} "
+                                 f"({earlier['env']['records']}) come first")
+                measures = [Measure(**m) for m in earlier["measures"]] + measures
             save(args.out, measures, env)
             print("\n".join(table(measures)))
     return 0

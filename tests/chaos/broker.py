@@ -75,5 +75,6 @@ def durable_broker(s3: S3Server, work: Path) -> EmbeddedBroker:
 def kafka_cluster(work: Path) -> KafkaCluster:
     """Three Apache Kafka nodes (KRaft, each broker and controller), replication 3 with
     min.insync.replicas 2 (acknowledged writes survive one node's kill -9), logs under
-    ``work/kafka``. The transaction maximum stays Kafka's default (15 minutes)."""
-    return KafkaCluster(nodes=3, workdir=str(work / "kafka"))
+    ``work/kafka``. The transaction maximum stays Kafka's default (15 minutes). A node
+    gets 5 minutes to come up: on a loaded machine a restart took over 90 s."""
+    return KafkaCluster(nodes=3, workdir=str(work / "kafka"), ready_timeout_s=300)

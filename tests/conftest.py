@@ -131,6 +131,9 @@ def spark():
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.streaming.triggerAvailableNowWrapper.enabled", "true")
+        # A Python worker on a loaded CI machine can take longer than the default 15 s to
+        # answer the JVM's handshake ("Python worker failed to connect back").
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -125,8 +125,13 @@ def scram_argument(mechanism: str, user: str, password: str) -> str:
 
 
 def new_cluster_id() -> str:
-    """22 characters of URL-safe base64 of 16 random bytes, as ``kafka-storage random-uuid``."""
-    return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+    """22 characters of URL-safe base64 of 16 random bytes, as ``kafka-storage random-uuid``;
+    never starting with ``-`` (the storage tool would read it as an option; Kafka's own
+    ``Uuid.randomUuid`` avoids that too)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,12 @@ def judge_kafka(v: Verdict, kafka: KafkaCluster, cfg: dict[str, Any],
     txns, records = reported_losses(lost_reports)
     v.row("EOSKAFKA_TRANSACTION_LOST reports", f"{len(lost_reports)} ({txns} transactions, "
           f"{records} records named; a replay may have rewritten them)")
+    return classify(v, losses, records)
+
+
+def classify(v: Verdict, losses: int, records: int) -> str:
+    """"exactly once"; "documented loss" when the only problem is lost records, no more than
+    the ``records`` the driver reported lost; else "failed"."""
     if v.ok:
         return "exactly once"
     only_losses = all(p.startswith("losses:") for p in v.problems)

@@ -12,7 +12,8 @@ from tests.chaos.kafka_faults import (
     coordinator_kills_in_commit,
     quotas,
 )
-from tests.chaos.kafka_verdict import reported_losses
+from tests.chaos.kafka_verdict import classify, reported_losses
+from tests.chaos.verdict import Verdict
 
 
 def test_a_soak_of_50_has_every_kind_and_enough_coordinator_kills() -> None:
@@ -54,3 +55,20 @@ def test_loss_reports_count_each_transaction_once() -> None:
               f"batch 9 (no loss word here) {one.replace('producer 7', 'producer 70')}"]
     assert reported_losses(errors) == (2, 125)
     assert reported_losses([]) == (0, 0)
+
+
+def test_a_loss_is_documented_only_when_reported_and_alone() -> None:
+    def verdict(*problems: tuple[str, object]) -> Verdict:
+        v = Verdict()
+        v.row("records out", 10)
+        for name, value in problems:
+            v.row(name, value, problem=True)
+        return v
+
+    assert classify(verdict(), 0, 0) == "exactly once"
+    documented = verdict(("losses", 120))
+    assert classify(documented, 120, 125) == "documented loss"
+    assert any(n.startswith("DOCUMENTED LOSS") for n in documented.notes)
+    assert classify(verdict(("losses", 130)), 130, 125) == "failed"  # more than reported
+    assert classify(verdict(("losses", 5)), 5, 0) == "failed"  # nothing reported
+    assert classify(verdict(("losses", 5), ("duplicates", 1)), 5, 125) == "failed"

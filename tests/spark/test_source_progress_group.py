@@ -14,6 +14,7 @@ import pytest
 
 from eos_kafka_source import wire as kwire
 from eos_kafka_source.wire.groups import commit_offsets, fetch_offset
+from tests.brokers import ON_KAFKA
 from tests.kafka_helpers import TxnWriter, create_topic, wire_for
 from tests.oracle import committed_values
 
@@ -61,6 +62,12 @@ def test_batch_end_offsets_are_committed_to_the_group(spark, bootstrap, unique, 
 
     assert _drain(spark, bootstrap, unique, group, tmp_path / "chk") == expected
     assert _group_lag(bootstrap, unique, group) == {0: 0, 1: 0}
+    if ON_KAFKA:  # and as Kafka's own tool reports it
+        from eos_kafka_source.apache_kafka import KafkaTools
+
+        rows = KafkaTools(bootstrap).describe_group(group)
+        assert sorted((r["PARTITION"], r["LAG"]) for r in rows if r["TOPIC"] == unique) == [
+            ("0", "0"), ("1", "0")], rows
 
 
 def test_a_new_query_never_starts_from_the_group(spark, bootstrap, unique, tmp_path) -> None:

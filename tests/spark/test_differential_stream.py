@@ -10,15 +10,19 @@ from __future__ import annotations
 import json
 
 import pytest
+from pyspark.errors import StreamingQueryException
 
 from eos_kafka_source import wire as kwire
 from eos_kafka_source.source.lag import offsets_behind_latest
 from tests.kafka_helpers import TxnWriter, create_topic, wire_for, write_plain
 from tests.spark.differential import (
+    FORMATS,
+    Collect,
     available_now_both,
     delete_records,
     delete_topic,
     offset_ranges,
+    start_stream,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka_only]
@@ -98,6 +102,10 @@ def test_partitions_added_during_the_query(spark, bootstrap, unique, tmp_path) -
 
 
 def test_subscribed_topic_deleted_during_the_query(spark, bootstrap, unique, tmp_path) -> None:
+    """eoskafka skips a deleted subscribed topic under failOnDataLoss=false. Spark's
+    connector does too when its consumer has not yet tried the gone partition, and
+    otherwise fails with UnknownTopicOrPartition (timing-dependent; README differences
+    table): either its rows equal eoskafka's or it failed that way, nothing else."""
     keep, gone = f"{unique}-keep", f"{unique}-gone"
     for t in (keep, gone):
         create_topic(bootstrap, t)
@@ -107,9 +115,20 @@ def test_subscribed_topic_deleted_during_the_query(spark, bootstrap, unique, tmp
     assert_same(available_now_both(spark, bootstrap, tmp_path, **options))
     delete_topic(bootstrap, gone)
     write_plain(bootstrap, keep, [b"keep-b"], partition=0)
-    runs = available_now_both(spark, bootstrap, tmp_path, **options)
-    assert_same(runs)
-    assert values(runs) == [b"keep-b"]
+    rows = {}
+    for fmt in FORMATS:
+        sink = Collect()
+        q = start_stream(spark, fmt, bootstrap, sink, str(tmp_path / f"run-{fmt}"),
+                         {"availableNow": True}, **options)
+        try:
+            q.awaitTermination(300)
+            rows[fmt] = [r[4] for r in sink.rows]
+        except StreamingQueryException as exc:
+            assert fmt == "kafka" and "UnknownTopicOrPartition" in str(exc), exc
+        finally:
+            q.stop()
+    assert rows["eoskafka"] == [b"keep-b"]
+    assert rows.get("kafka", rows["eoskafka"]) == rows["eoskafka"]
 
 
 def test_retention_with_fail_on_data_loss_false(spark, bootstrap, unique, tmp_path) -> None:

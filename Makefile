@@ -6,8 +6,8 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup kafka-jars test test-tansu test-kafka test-kafka39 test-fast test-faults lint demo \
-	demo-docker bench chaos smoke-spark smoke-spark40 clean
+.PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka39 test-fast test-faults lint demo \
+	demo-docker bench bench-connector contrast chaos smoke-spark smoke-spark40 clean
 
 setup: $(STAMP)
 
@@ -28,12 +28,18 @@ $(STAMP): pyproject.toml
 kafka-jars: setup
 	$(PY) -c "from eos_kafka_source.apache_kafka import kafka_jars; kafka_jars('4.3'); kafka_jars('3.9')"
 
-## The whole suite, on both brokers: unit, broker, Spark and fault-injection tests on the
-## embedded Tansu broker; broker, Spark and fault tests on Apache Kafka 4.3; the sink
-## protocol and wire tests on Apache Kafka 3.9 (classic transaction protocol).
+## The whole suite, on both brokers. Apache Kafka 4.3 is the reference: every broker, Spark
+## and fault test runs on it. Tansu (the embedded broker): unit, broker, deployment (wheel,
+## Spark Connect, notebook) tests and a representative Spark subset (`smoke` + Tansu-only),
+## to keep CI's time; `make test-tansu-all` runs every Spark test on Tansu too. Apache
+## Kafka 3.9: the sink protocol and wire tests (classic transaction protocol).
 test: setup lint kafka-jars test-tansu test-kafka test-kafka39
 
 test-tansu: setup
+	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q tests/unit tests/broker tests/deploy
+	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q -m "smoke or tansu_only" tests/spark
+
+test-tansu-all: setup
 	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q tests
 
 test-kafka: kafka-jars
@@ -64,8 +70,20 @@ demo: setup
 demo-docker:
 	docker/demo-docker.sh
 
+## Per-task and Spark figures on the embedded broker, then the side-by-side with Spark's
+## own Kafka connector on Apache Kafka (bench-results/latest.md, bench-results/versus.md).
 bench: setup
 	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.versus
+
+## Only the comparison with Spark's Kafka connector (Apache Kafka started by the benchmark).
+bench-connector: setup
+	$(PY) -m benchmarks.versus
+
+## At-least-once vs exactly-once under the same faults, duplicates counted with Kafka's
+## console consumer: bench-results/contrast.md and the README's contrast table.
+contrast: setup
+	$(PY) -m benchmarks.contrast
 
 ## Exactly-once under faults on a Spark standalone cluster + durable broker (tests/chaos).
 ## `make chaos` is the short round (one fault of each kind + 2, a few minutes);

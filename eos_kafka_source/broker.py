@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import BrokerUnreachableError, EosKafkaError
+from .processes import stop_process
 
 ENV_BINARY = "EOSKAFKA_TANSU_BIN"
 
@@ -134,17 +135,7 @@ class EmbeddedBroker:
     def stop(self, *, kill: bool = False) -> None:
         """Stop the broker: SIGTERM and wait (``kill=True``: SIGKILL, as a crash)."""
         proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        if kill:
-            proc.kill()
-        else:
-            proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc, kill=kill)
 
     def restart(self, *, kill: bool = False) -> None:
         self.stop(kill=kill)

@@ -118,12 +118,22 @@ def spark():
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    if not ON_TANSU:
+        # Spark's own Kafka connector on the classpath (jars only, no cost until used):
+        # tests/spark/test_differential_*.py compare format("kafka") with format("eoskafka").
+        from eos_kafka_source.apache_kafka.spark_connector import spark_jars
+
+        builder = builder.config("spark.jars", spark_jars())
     session = (
-        SparkSession.builder.master(os.environ.get("EOSKAFKA_TEST_MASTER", "local[2,3]"))
+        builder.master(os.environ.get("EOSKAFKA_TEST_MASTER", "local[2,3]"))
         .appName("eoskafka-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.streaming.triggerAvailableNowWrapper.enabled", "true")
+        # A Python worker on a loaded CI machine can take longer than the default 15 s to
+        # answer the JVM's handshake ("Python worker failed to connect back").
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -80,3 +80,30 @@ def await_path(path: Path, timeout_s: float = 30) -> None:
 
 def vals(tag: str, n: int = 30) -> list[bytes]:
     return [f"{tag}-{i}".encode() for i in range(n)]
+
+
+def open_transactions_of(bootstrap: str, prefix: str) -> list[dict[str, str]]:
+    """Kafka's own view (kafka-transactions describe) of the ids under ``prefix`` not ended."""
+    from eos_kafka_source.apache_kafka import KafkaTools
+    from eos_kafka_source.apache_kafka.tools import OPEN_STATES, TRANSACTIONS, _table
+
+    tools = KafkaTools(bootstrap)
+    rows = []
+    for row in tools.transactions():
+        tid = row.get("TransactionalId", "")
+        if tid.startswith(prefix):
+            described = _table(tools.run(TRANSACTIONS, "describe", "--transactional-id", tid))
+            rows.extend(d for d in described if d.get("TransactionState") in OPEN_STATES)
+    return rows
+
+
+def assert_once_on_kafka(h: Harness, expected: Counter[bytes]) -> None:
+    """Every expected record exactly once, by the marker-resolving oracle and by Kafka's Java
+    read_committed consumer; no transaction of the sink's ids left open."""
+    from tests.java_oracle import assert_java_agrees
+    from tests.oracle import assert_no_open_transactions
+
+    assert h.committed() == expected
+    assert assert_java_agrees(h.bootstrap, h.topic) == sum(expected.values())
+    assert open_transactions_of(h.bootstrap, h.ids.prefix) == []
+    assert_no_open_transactions(h.bootstrap, h.topic)

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..errors import BrokerUnreachableError
+from ..processes import stop_process
 from .jars import classpath, require_java, resolve_version
 
 _LOG4J2 = """\
@@ -125,8 +126,13 @@ def scram_argument(mechanism: str, user: str, password: str) -> str:
 
 
 def new_cluster_id() -> str:
-    """22 characters of URL-safe base64 of 16 random bytes, as ``kafka-storage random-uuid``."""
-    return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+    """22 characters of URL-safe base64 of 16 random bytes, as ``kafka-storage random-uuid``;
+    never starting with ``-`` (the storage tool would read it as an option; Kafka's own
+    ``Uuid.randomUuid`` avoids that too)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 @dataclass(frozen=True)
@@ -343,17 +349,7 @@ class KafkaCluster:
         """Stop one node: SIGTERM and wait for a controlled shutdown (``kill``: SIGKILL)."""
         node = self.node(node_id)
         proc, node.proc = node.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        if kill:
-            proc.kill()
-        else:
-            proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc, kill=kill, grace_s=60)
 
     def start_node(self, node_id: int) -> None:
         node = self.node(node_id)

@@ -9,6 +9,7 @@ considers committed), ``kafka-transactions`` (open and hanging transactions) and
 
 from __future__ import annotations
 
+import re
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -72,10 +73,13 @@ class KafkaTools:
             )
         return done.stdout.decode(errors="replace")
 
-    def consume(self, topic: str, *, read_committed: bool = True, idle_timeout_ms: int = 4000,
+    def consume(self, topic: str, *, read_committed: bool = True,
+                idle_timeout_ms: int = 4000,
                 max_messages: int | None = None) -> list[ConsumedRecord]:
-        """Records of ``topic`` as the Java consumer sees them, from the beginning, until it
-        has been idle ``idle_timeout_ms`` (or has ``max_messages``); by partition and offset."""
+        """Every record of ``topic`` as the Java consumer sees it, from the beginning, until it
+        has been idle ``idle_timeout_ms`` (or read ``max_messages``: then a long idle timeout
+        costs nothing, which a loaded machine needs for the first fetch); sorted by partition
+        and offset."""
         with tempfile.TemporaryDirectory(prefix="eoskafka-consume-") as tmp:
             out = Path(tmp) / "out"
             cmd = [*_jvm(tmp), CONSOLE_CONSUMER, "--bootstrap-server", self.bootstrap,
@@ -137,17 +141,18 @@ def _jvm(tmp: str) -> list[str]:
 
 
 def parse_console_output(raw: bytes) -> list[ConsumedRecord]:
-    """Parse ``Partition:P<TAB>Offset:O<TAB>value<RS><LF>`` records (values may hold newlines)."""
-    records = []
-    for chunk in raw.split(b"\x1e\n"):
-        if not chunk.strip():
-            continue
-        part, off, value = chunk.split(b"\t", 2)
-        if not part.startswith(b"Partition:") or not off.startswith(b"Offset:"):
-            raise ValueError(f"unexpected console consumer line {chunk[:200]!r}")
-        records.append(ConsumedRecord(int(part[10:]), int(off[7:]), value))
+    """Parse ``Partition:P<TAB>Offset:O<TAB>value<RS><LF>`` records (values may hold newlines).
+
+    The tool also prints to stdout: a deprecation notice before the first record and, at its
+    idle timeout, an ERROR line with TimeoutException. Only well-formed records count.
+    """
+    records = [ConsumedRecord(int(m.group(1)), int(m.group(2)), m.group(3))
+               for m in _RECORD.finditer(raw)]
     records.sort(key=lambda r: (r.partition, r.offset))
     return records
+
+
+_RECORD = re.compile(rb"Partition:(\d+)\tOffset:(\d+)\t(.*?)\x1e\n", re.DOTALL)
 
 
 def _table(text: str) -> list[dict[str, str]]:

@@ -237,6 +237,10 @@ class SourceOptions:
     read_committed: bool = True
     fetch_max_bytes: int = 8 * 1024 * 1024
     poll_timeout_ms: int = 120_000
+    #: ``kafka.group.id`` on a streaming read: the group each batch's end offsets are
+    #: committed to once Spark has committed the batch, for Kafka's lag tools (advisory:
+    #: the checkpoint stays the truth and nothing is ever read back from the group).
+    progress_group: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -278,4 +282,5 @@ class SourceOptions:
                 why=" A fetch must fit in one response of at most 64 MiB, with room for one "
                     "oversized record batch; use e.g. 8388608 (8 MiB)."),
             poll_timeout_ms=_int(opts, "kafkaConsumer.pollTimeoutMs", 120_000),
+            progress_group=(_get(opts, PREFIX + "group.id") or None) if streaming else None,
         )

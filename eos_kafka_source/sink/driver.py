@@ -178,11 +178,11 @@ class DriverProtocol:
             self._roll_forward(wire, batch_id, list(previous.handoffs))
             previous = self.decisions.get(batch_id) or previous  # type: ignore[union-attr]
         recovery = list(previous.recovery or ())
+        unmatched: list[TxnHandoff] = []
         if not recovery and previous.lost_handoffs:
             recovery = _replacements(list(previous.lost_handoffs), fresh)
             if not recovery:
-                log.warning("eoskafka: batch %s: no replayed task matches its lost "
-                            "transaction(s); their records stay lost", batch_id)
+                unmatched = list(previous.lost_handoffs)
             if recovery:
                 self._refuse_dead(wire, batch_id, recovery)
                 assert self.decisions is not None
@@ -194,6 +194,18 @@ class DriverProtocol:
             self._recover(wire, previous, recovery)
         log.warning("eoskafka: batch %s was already committed; aborted %d replayed transactions",
                     batch_id, len(duplicates))
+        if unmatched:
+            # Reported once: the loss becomes final in the log (eoskafka txns shows it) and
+            # later replays of the batch go on, instead of failing the query forever.
+            assert self.decisions is not None
+            self.decisions.mark_done(batch_id, list(previous.lost), [])
+            raise TransactionLostError(
+                f"batch {batch_id}: {len(unmatched)} decided transaction(s) were aborted by "
+                "Kafka before the driver could commit them (down longer than "
+                f"kafka.transaction.timeout.ms={self.timeout_ms}, or fenced), and no task of "
+                "this replay wrote the same rows to rewrite them; their records are LOST: "
+                + "; ".join(h.describe() for h in unmatched)
+            )
         return FinishReport(done=[], lost=[])
 
     def _recover(self, wire: KafkaWire, previous: Decision, recovery: list[TxnHandoff]) -> None:
@@ -204,15 +216,17 @@ class DriverProtocol:
         rewritten = {h.task_partition for h in report.done}
         still = [h for h in previous.lost_handoffs if h.task_partition not in rewritten]
         lost = [f"{h.describe()}: lost, not rewritten by a replay" for h in still]
-        self.decisions.mark_done(previous.batch_id, lost, still)
+        # Final once reported: a later replay reads the same offsets and would not match
+        # either; the query goes on instead of failing at every restart.
+        self.decisions.mark_done(previous.batch_id, lost, [])
         self.decisions.clear_recovery(previous.batch_id)
         log.warning("eoskafka: batch %s: replay rewrote %d lost task partition(s); %d still lost",
                     previous.batch_id, len(rewritten), len(still))
         if still:
             raise TransactionLostError(
                 f"batch {previous.batch_id}: the replay could not rewrite "
-                f"{len(still)} lost transaction(s); their records are LOST unless a later "
-                "replay of this batch does: " + "; ".join(lost)
+                f"{len(still)} lost transaction(s) (no task wrote the same records per "
+                "partition); their records are LOST: " + "; ".join(lost)
             )
 
     def _after_loss(self, batch_id: int | None, report: FinishReport) -> None:

@@ -105,7 +105,7 @@ class _Writer:
 
         Tasks would find the same, but only after every attempt of every task failed,
         and Spark would report "Writing job failed" with our message deep in a Java
-        trace; raised here it is the error the write fails with (Broker unreachable,
+        trace; raised here it is the error the write fails with (broker unreachable,
         authentication failed, topic not found). Topics named by a ``topic`` column are
         only known to the tasks.
         """
@@ -206,8 +206,8 @@ class EosKafkaStreamWriter(_Writer, *_STREAM_BASES):  # type: ignore[misc]
         super().__init__(options, schema, streaming=True)
         if _in_commit_worker():
             return
-        if self.prefix not in _CHECKED_IN_PROCESS:  # once per run: a connection per batch is
-            self.preflight()                         # what prepare() below already costs
+        if self.prefix not in _CHECKED_IN_PROCESS:  # first batch of this run only: a topic
+            self.preflight()                         # deleted later fails the tasks instead
             _CHECKED_IN_PROCESS.add(self.prefix)
         if self.exactly_once:
             new_run = self.prefix not in _PREPARED_IN_PROCESS

@@ -3,7 +3,8 @@
 Runs on: an executor, inside ``write()``. The task initialises its
 transactional id (fencing earlier attempts of the same task), registers each
 partition with the transaction before producing to it, sends idempotent
-batches (sequence numbers per partition) pipelined to the leaders, flushes,
+batches (sequence numbers per partition; cut by bytes, :mod:`.batching`) pipelined to
+the leaders, re-sending them when a leader moves (:mod:`.produce`), flushes,
 and does NOT commit: it returns a :class:`TxnHandoff` for the driver.
 With ``delivery.guarantee=at_least_once`` it writes plain idempotent batches
 that are visible at once.
@@ -36,17 +37,26 @@ from ..wire import (
 )
 from ..wire.cluster import fresh_leaders, topic_configs
 from ..wire.retry import Deadline
-from .batching import DEFAULT_MAX_MESSAGE_BYTES, pack_requests, record_sizes, split_by_bytes
+from .batching import (
+    BATCH_OVERHEAD,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    RECORD_OVERHEAD,
+    pack_requests,
+    record_sizes,
+    split_by_bytes,
+)
 from .columns import unpack
 from .handoff import TxnHandoff
 from .partitioner import Router, take, take_arrow
 from .produce import Batch, ProducePipeline
 
 TopicPartition = tuple[str, int]
+_BATCH_BYTES = 900_000  # kafka.batch.size default: under the brokers' max.message.bytes (1 MiB)
 _MAX_IN_FLIGHT = 5  # per leader; the idempotent producer's ordering limit
-_BATCH_BYTES = 900_000  # under the brokers' default max.message.bytes (1 MiB)
+_REQUEST_FRAMING = 1024  # a Produce request's own bytes besides its batches (header, names)
 _MAX_REQUEST_SIZE = 1_048_576  # the Java producer's default max.request.size
 _DELIVERY_TIMEOUT_MS = 120_000  # the Java producer's default delivery.timeout.ms
+_MAX_BLOCK_MS = 60_000  # the Java producer's default max.block.ms (its coordinator calls)
 
 
 Headers = list[tuple[str, bytes | None]]
@@ -132,6 +142,8 @@ class TaskWriter:
         self.bytes = 0
         extra = dict(wire.config.extra)
         self.max_request_size = int(extra.get("max.request.size", _MAX_REQUEST_SIZE))
+        self.block_s = int(extra.get("max.block.ms", _MAX_BLOCK_MS)) / 1000
+        self._request_budget = max(self.max_request_size - _REQUEST_FRAMING, 1)
         self.pipeline = ProducePipeline(
             wire, transactional_id, leader=self._leader, refresh=self._refresh,
             max_in_flight=_MAX_IN_FLIGHT, request_timeout_ms=wire.config.request_timeout_ms,
@@ -141,12 +153,15 @@ class TaskWriter:
     # -- lifecycle -------------------------------------------------------------------------
 
     def open(self) -> None:
+        """InitProducerId, following the coordinator if it moves, within ``max.block.ms``."""
+        deadline = Deadline(self.block_s)
         if self.transactional_id is None:
-            self.producer = init_idempotent(self.wire)
+            self.producer = init_idempotent(self.wire, deadline_s=self.block_s)
             return
-        self.coordinator = find_coordinator(self.wire, self.transactional_id)
+        self.coordinator = find_coordinator(self.wire, self.transactional_id, deadline=deadline)
         self.producer = init_producer_ids(
-            self.wire, self.coordinator, [self.transactional_id], self.timeout_ms
+            self.wire, self.coordinator, [self.transactional_id], self.timeout_ms,
+            deadline_s=deadline,
         )[self.transactional_id]
 
     def write_batches(self, batches: Iterable[pa.RecordBatch]) -> None:
@@ -167,7 +182,7 @@ class TaskWriter:
         elif stamps.null_count:
             stamps = stamps.fill_null(now)
         values, keys = rows.values, rows.key_array
-        chunk = self._chunk_records(batch, n)
+        chunk = self._chunk_records(values, keys, n)
         for tp, selection in self._router.route(rows, chunk):
             pending = self._buffers.get(tp)
             if pending is None:
@@ -199,11 +214,16 @@ class TaskWriter:
                 "record. Nothing of this task was committed"
             )
 
-    def _chunk_records(self, batch: pa.RecordBatch, n: int) -> int:
+    def _chunk_records(self, values: pa.Array, keys: pa.Array | None, n: int) -> int:
         """Records per partition to gather before sending (and per sticky-partition chunk):
-        ``producer.batchRecords``, fewer for big records. Batches are then cut by bytes."""
-        size = sum(batch.column(i).nbytes for i in range(batch.num_columns)) / n
-        return max(1, min(self.batch_records, int(self.batch_bytes // (size + 16))))
+        ``producer.batchRecords``, fewer for big records; as many as :func:`split_by_bytes`
+        puts in one batch when sizes are even (so a send is one batch, not one and a bit).
+        Uneven sizes are cut by bytes when sent."""
+        size = (values.nbytes + (0 if keys is None else keys.nbytes)) / n + RECORD_OVERHEAD
+        limit = (self._batch_limit(self.topic) if self.topic
+                 else min(DEFAULT_MAX_MESSAGE_BYTES, self._request_budget))
+        budget = limit - BATCH_OVERHEAD
+        return max(1, min(self.batch_records, int(budget // size)))
 
     def flush(self) -> None:
         buffers, self._buffers = self._buffers, {}
@@ -251,12 +271,15 @@ class TaskWriter:
         self._topics.update(fresh_leaders(self.wire, sorted(self._topics), deadline=deadline))
 
     def _batch_limit(self, topic: str) -> int:
-        """Bytes per record batch: the topic's max.message.bytes, within max.request.size."""
+        """Bytes per record batch: the topic's max.message.bytes, ``kafka.batch.size``, and one
+        batch must fit in a request of ``kafka.max.request.size``."""
         limit = self._batch_bytes.get(topic)
         if limit is None:
             configs = topic_configs(self.wire, topic, ["max.message.bytes"])
             topic_max = int(configs.get("max.message.bytes", DEFAULT_MAX_MESSAGE_BYTES))
-            limit = self._batch_bytes[topic] = min(topic_max, self.max_request_size, _BATCH_BYTES)
+            # kafka.batch.size caps it too (a record bigger than that still goes, alone).
+            limit = self._batch_bytes[topic] = min(topic_max, self._request_budget,
+                                                   max(self.batch_bytes, 1) + BATCH_OVERHEAD)
         return limit
 
     # -- sending ---------------------------------------------------------------------------
@@ -271,7 +294,8 @@ class TaskWriter:
         new = [tp for tp in buffers if tp not in self._in_txn]
         if new and self.transactional_id is not None:
             self.coordinator = add_partitions_to_txn(
-                self.wire, self.coordinator, self.transactional_id, self.producer, new
+                self.wire, self.coordinator, self.transactional_id, self.producer, new,
+                deadline_s=self.block_s,
             )
         self._in_txn.update(new)
         columns = {tp: p.columns() for tp, p in buffers.items()}
@@ -322,10 +346,7 @@ class TaskWriter:
             batch = Batch(tp, seq, n, data, pc.max(stamps).as_py() or 0)
             by_leader.setdefault(self._leader(tp), []).append(batch)
         for leader, batches in by_leader.items():
-            for request in pack_requests([(b, len(b.data)) for b in batches],
-                                         self.max_request_size):
+            for request in pack_requests([(b, len(b.data) + 16) for b in batches],
+                                         self._request_budget):
                 self.pipeline.send(leader, request)
         self.wire.flush()  # the broker appends these while the next batch is encoded
-
-    def _what(self) -> str:
-        return self.transactional_id or "idempotent producer"

@@ -39,6 +39,7 @@ from ..errors import (
     BrokerUnreachableError,
     ConfigError,
     ConnectionDroppedError,
+    KafkaProtocolError,
     TopicNotFoundError,
 )
 from ..offsets import (
@@ -100,8 +101,22 @@ def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:
                 log.warning("eoskafka source: %s; reconnecting in %.1f s", exc, pause)
                 time.sleep(pause)
                 pause = min(pause * 2, 5.0)
+            except KafkaProtocolError as exc:
+                # A leader that moved, or a partition just created whose leader the broker
+                # we asked does not know yet (Kafka: NOT_LEADER_OR_FOLLOWER right after
+                # CreatePartitions): ask for metadata again, as Kafka's consumer does.
+                if exc.code not in _LEADER_MOVED or time.monotonic() + pause > deadline:
+                    raise
+                self.close()
+                log.info("eoskafka source: %s; asking for leaders again in %.1f s", exc, pause)
+                time.sleep(pause)
+                pause = min(pause * 2, 5.0)
 
     return wrapper
+
+
+#: LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH.
+_LEADER_MOVED = frozenset({5, 6, 74, 75})
 
 
 @dataclass(frozen=True)

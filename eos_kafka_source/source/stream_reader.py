@@ -42,8 +42,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+from ..errors import EosKafkaError
 from ..offsets import from_spark_offset, to_spark_offset
 from ..options import SourceOptions
+from ..wire.groups import commit_offsets
 from .partition_reader import arrow_schema_of, read_partition
 from .partitions import KafkaInputPartition
 from .planner import Offsets, SourcePlanner
@@ -80,6 +82,8 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger = time.monotonic()
         #: The uncapped latest offsets last seen (lag = latest - end; see reportLatestOffset).
         self._latest: Offsets = {}
+        #: The offsets last committed to the progress group (kafka.group.id).
+        self._reported: Offsets = {}
 
     # -- pickling: the planner holds a socket and stays on the driver ----------------------
 
@@ -127,6 +131,10 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             base = from_spark_offset(start)
             max_offsets, use_min = _limits(limit)
+            # ``start`` is where the last batch Spark committed ended (or the initial offsets):
+            # Spark calls commit() for a batch only when it plans the next one, so after a
+            # drain this is the only hook that sees the last batch's end.
+            self._report_progress(base)
         latest = self.planner.latest_offsets(base, max_offsets, target=self._target)
         self._latest = latest.latest
         end = latest.end
@@ -184,10 +192,31 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return read_partition(partition, arrow_schema_of(self.schema))
 
     def commit(self, end: dict) -> None:
-        # Nothing to release in Kafka (no consumer group); only useful after a restart on
-        # pyspark < 4.2, where it tells the reader where the query is.
+        """Spark committed the batch ending at ``end``: tell the progress group, if any.
+
+        On pyspark < 4.2 it also tells a restarted reader where the query is.
+        """
+        offsets = from_spark_offset(end)
         if self._known_end is None:
-            self._known_end = from_spark_offset(end)
+            self._known_end = offsets
+        self._report_progress(offsets)
+
+    def _report_progress(self, offsets: Offsets) -> None:
+        """Commit ``offsets`` (ends of batches Spark committed) to ``kafka.group.id``, if set.
+
+        Advisory only: a failure logs a warning and the query goes on; nothing ever
+        reads these offsets back (the checkpoint is the truth).
+        """
+        group = self.options.progress_group
+        if group is None or not offsets or offsets == self._reported:
+            return
+        try:
+            commit_offsets(self.planner.wire, group, offsets,
+                           "eoskafka: advisory; the query's Spark checkpoint is the truth")
+            self._reported = dict(offsets)
+        except (EosKafkaError, OSError) as exc:
+            log.warning("eoskafka: could not commit batch end offsets to consumer group %r "
+                        "(advisory; the query goes on): %s", group, exc)
 
     def stop(self) -> None:
         planner, self._planner = self._planner, None

@@ -1,13 +1,17 @@
-"""Group offsets, used as a small broker-side registry (OffsetCommit / OffsetFetch v2-7).
+"""Group offsets (OffsetCommit / OffsetFetch v2-7), for two uses.
 
 eoskafka records which query owns a transactional-id prefix as the metadata
 string of a committed offset in a group named after the prefix: any query,
-from any checkpoint, can read it, and nothing needs a topic of its own.
+from any checkpoint, can read it, and nothing needs a topic of its own. And a
+streaming source with ``kafka.group.id`` commits each batch's end offsets to
+that group, so Kafka's tools (``kafka-consumer-groups --describe``) show lag.
 Both requests follow their group's coordinator when it moves or is still loading
 (NOT_COORDINATOR right after a broker starts, COORDINATOR_LOAD_IN_PROGRESS).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from kafka.protocol.consumer import OffsetCommitRequest, OffsetFetchRequest
 
@@ -21,15 +25,32 @@ def commit_offset(
     *, deadline: Deadline | float = 30.0,
 ) -> None:
     """A simple (non-member) offset commit carrying ``metadata``."""
+    commit_offsets(wire, group, {(topic, partition): offset}, metadata, deadline=deadline)
+
+
+def commit_offsets(
+    wire: KafkaWire, group: str, offsets: Mapping[tuple[str, int], int], metadata: str,
+    *, deadline: Deadline | float = 30.0,
+) -> None:
+    """One simple (non-member, generation -1) offset commit for many partitions.
+
+    Kafka accepts it for a group with no joined members (as
+    ``kafka-consumer-groups --reset-offsets`` writes); a group whose members are
+    joined refuses it with an error code, raised here.
+    """
     version = wire.version(OffsetCommitRequest)
-    part = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
-        partition_index=partition, committed_offset=offset, committed_leader_epoch=-1,
-        commit_timestamp=-1, committed_metadata=metadata,
-    )
+    by_topic: dict[str, list[object]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        by_topic.setdefault(topic, []).append(
+            OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                partition_index=partition, committed_offset=offset, committed_leader_epoch=-1,
+                commit_timestamp=-1, committed_metadata=metadata,
+            ))
     request = OffsetCommitRequest[version](
         group_id=group, generation_id_or_member_epoch=-1, member_id="",
         group_instance_id=None, retention_time_ms=-1,
-        topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[part])],
+        topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=parts)
+                for t, parts in by_topic.items()],
     )
 
     def send(node: int) -> None:

@@ -13,7 +13,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 from eos_kafka_source.errors import TransactionLostError
 from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter
 from tests.kafka_helpers import create_topic
-from tests.oracle import assert_no_open_transactions, committed_view
+from tests.oracle import assert_no_open_transactions, await_markers, committed_view
 
 SCHEMA = StructType([StructField("value", BinaryType())])
 
@@ -37,5 +37,6 @@ def test_a_write_that_was_not_aborted_is_not_refused(bootstrap: str, unique: str
     writer = EosKafkaBatchWriter({"kafka.bootstrap.servers": bootstrap, "topic": unique}, SCHEMA)
     handoff = writer.write(iter([pa.RecordBatch.from_pydict({"value": [b"ok"] * 3})]))
     writer.commit([handoff])
+    await_markers(bootstrap, unique)  # Kafka writes the COMMIT marker after EndTxn answers
     view = committed_view(bootstrap, unique)
     assert Counter(v for pv in view.values() for v in pv.committed_values) == Counter({b"ok": 3})

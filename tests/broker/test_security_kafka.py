@@ -143,6 +143,11 @@ def test_source_and_sink_log_in(case: tuple[str, str | None], secure_kafka: Secu
     assert any("decisions" in p.parts for p in (tmp_path / "ckpt").rglob("*"))
     assert_files_clean(tmp_path)
     assert_logs_clean(debug_logs)
+    for key in ("client_key", "server_key"):  # key material: never read into any output
+        body = [line for line in secure_kafka.certs[key].read_text().splitlines()
+                if line and not line.startswith("-----")]
+        stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+        assert not any(line in debug_logs.text or line.encode() in stored for line in body)
     if mechanism == "PLAIN":  # kafka-python logged the SaslAuthenticate bytes, masked
         assert any("SaslAuthenticate" in r.getMessage() and "***" in r.getMessage()
                    for r in debug_logs.records)

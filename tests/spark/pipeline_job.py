@@ -1,13 +1,15 @@
 """A streaming pipeline run as its own driver process, so tests can kill it.
 
 eoskafka source (read_committed) -> transform -> eoskafka exactly-once sink,
-Trigger.AvailableNow, checkpoint on disk. Faults come from EOSKAFKA_TEST_FAULTS.
+Trigger.AvailableNow, checkpoint on disk. Faults come from EOSKAFKA_TEST_FAULTS, more
+sink options (JSON) from EOSKAFKA_TEST_SINK_OPTIONS.
 
     python pipeline_job.py BOOTSTRAP INPUT OUTPUT CHECKPOINT [MAX_OFFSETS] [MASTER]
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -36,16 +38,18 @@ def main(argv: list[str]) -> int:
     )
     if max_offsets != "0":
         reader = reader.option("maxOffsetsPerTrigger", max_offsets)
-    query = (
+    writer = (
         reader.load()
         .selectExpr("key", "value")
         .writeStream.format("eoskafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", sink)
         .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
     )
+    # More sink options (e.g. delivery.guarantee), as JSON, from the test.
+    for key, value in json.loads(os.environ.get("EOSKAFKA_TEST_SINK_OPTIONS", "{}")).items():
+        writer = writer.option(key, value)
+    query = writer.trigger(availableNow=True).start()
     # The test's subprocess.run(timeout=600) would kill us silently: end first, and say so.
     if not query.awaitTermination(480):
         print("pipeline_job: the query did not end within 480 s", file=sys.stderr, flush=True)

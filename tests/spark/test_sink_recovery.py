@@ -8,6 +8,7 @@ view of the output must hold every committed input record exactly once.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -43,8 +44,10 @@ def _committed(bootstrap: str, topic: str) -> Counter[bytes]:
                    for v in pv.committed_values)
 
 
-def _run(bootstrap: str, src: str, out: str, ckpt: Path, faults: str = "") -> int:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _run(bootstrap: str, src: str, out: str, ckpt: Path, faults: str = "",
+         sink_options: dict[str, str] | None = None) -> int:
+    env = {**os.environ, "PYTHONPATH": str(ROOT),
+           "EOSKAFKA_TEST_SINK_OPTIONS": json.dumps(sink_options or {})}
     env.pop("EOSKAFKA_TEST_FAULTS_FILE", None)
     if faults:
         env["EOSKAFKA_TEST_FAULTS"] = faults
@@ -105,5 +108,24 @@ def test_driver_killed_mid_write_leaves_nothing_open(bootstrap, unique, tmp_path
                 f"write.after_flush/0=killgroup@{flag}") == -9
     assert _run(bootstrap, src, out, tmp_path / "ckpt") == 0
     assert _committed(bootstrap, out) == expected
+    assert_java_agrees(bootstrap, out)
+    assert_no_open_transactions(bootstrap, out)
+
+
+def test_at_least_once_end_to_end_through_a_failed_task(bootstrap, unique, tmp_path) -> None:
+    """delivery.guarantee=at_least_once: no transactions; a task that fails after its
+    records were written is retried, so rows may appear twice, never zero times."""
+    src, out = f"{unique}-in", f"{unique}-out"
+    expected = _input(bootstrap, src, unique)
+    create_topic(bootstrap, out, partitions=2)
+    flag = tmp_path / "fired"
+    assert _run(bootstrap, src, out, tmp_path / "ckpt", f"write.after_flush/0=raise@{flag}",
+                sink_options={"delivery.guarantee": "at_least_once"}) == 0
+    assert flag.exists(), "the task failure never happened"
+    got = _committed(bootstrap, out)
+    assert set(got) == set(expected)  # nothing missing, nothing foreign
+    assert all(got[v] >= n for v, n in expected.items())
+    view = committed_view(bootstrap, out)
+    assert not any(pv.open or pv.aborted for pv in view.values())  # no transactions at all
     assert_java_agrees(bootstrap, out)
     assert_no_open_transactions(bootstrap, out)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from eos_kafka_source.apache_kafka import KafkaCluster, ListenerSpec
 from eos_kafka_source.apache_kafka.cluster import properties_line, scram_argument
 
@@ -44,3 +46,14 @@ def test_scram_users_are_formatted_without_the_password() -> None:
     assert argument.startswith("SCRAM-SHA-512=[name=alice,salt=\"")
     assert "saltedpassword=\"" in argument and argument.endswith(",iterations=4096]")
     assert "7f3KzQ9X" not in argument
+
+
+def test_cluster_ids_never_start_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The storage tool reads ``-t -abc...`` as an option: such an id must be drawn again."""
+    from eos_kafka_source.apache_kafka import cluster
+
+    draws = iter([b"\xfb" + bytes(15), bytes(16)])  # base64 of the first starts with "-"
+    monkeypatch.setattr(cluster.os, "urandom", lambda n: next(draws))
+    cluster_id = cluster.new_cluster_id()
+    assert len(cluster_id) == 22 and not cluster_id.startswith("-")
+    assert cluster_id == "A" * 22

@@ -516,11 +516,17 @@ def test_isolation_level_invalid():
 
 
 @pytest.mark.parametrize("extra", [
-    {"kafka.group.id": "g"}, {"groupIdPrefix": "p"}, {"fetchOffset.numRetries": "3"},
+    {"groupIdPrefix": "p"}, {"fetchOffset.numRetries": "3"},
     {"fetchoffset.retryintervalms": "10"},
 ])
 def test_source_accepts_and_ignores_spark_options(extra):
     assert source(**extra) == source()
+
+
+def test_group_id_names_the_progress_group_of_streaming_reads_only():
+    assert source(**{"kafka.group.id": "g"}).progress_group == "g"
+    assert source().progress_group is None
+    assert source(False, **{"kafka.group.id": "g"}) == source(False)
 
 
 @pytest.mark.parametrize("key, needles", [

@@ -1,0 +1,131 @@
+"""Spark's own Kafka connector (``format("kafka")``), fetched from Maven Central and cached.
+
+The peer users would pick instead of eoskafka: the differential tests and the
+benchmarks run both side by side in one SparkSession. Jars come like Kafka's
+(:mod:`.jars`): a small pom, ``mvn dependency:copy-dependencies``, a folder under
+``$EOSKAFKA_CACHE`` (default ``~/.cache/eoskafka``)/``spark-sql-kafka-<version>/``.
+Only the jars pyspark does not already ship are kept (the connector's pom also
+pulls Scala, Hadoop and SLF4J, which would then sit twice on the classpath).
+
+Version. ``spark-sql-kafka-0-10_2.13`` is used at the installed pyspark's version
+when Maven Central serves it; pyspark 4.3.0 has no published connector (checked
+2026-11-23: the newest is 4.2.0), so newer pysparks get :data:`NEWEST_PUBLISHED`.
+Set ``EOSKAFKA_SPARK_CONNECTOR_VERSION`` to force another one.
+
+>>> spark = SparkSession.builder.config("spark.jars", spark_jars()).getOrCreate()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..errors import EosKafkaError
+from .jars import KafkaToolsMissingError, cache_root, require_java
+
+#: The newest ``spark-sql-kafka-0-10_2.13`` on Maven Central when this was written.
+NEWEST_PUBLISHED = "4.2.0"
+_ARTIFACT = ("org.apache.spark", "spark-sql-kafka-0-10_2.13")
+_MAVEN_TIMEOUT_S = 900
+#: name-version.jar, the version starting with digits.digits (``_2.13`` is part of names).
+_JAR = re.compile(r"(.+?)-(\d+\.\d+[^-]*(?:-[A-Za-z0-9.]+)?)\.jar")
+
+
+def _as_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("-")[0].split(".")[:3] if p.isdigit())
+
+
+def connector_version(pyspark_version: str | None = None) -> str:
+    """The connector version for ``pyspark_version`` (default: the installed pyspark)."""
+    forced = os.environ.get("EOSKAFKA_SPARK_CONNECTOR_VERSION")
+    if forced:
+        return forced
+    if pyspark_version is None:
+        import pyspark
+
+        pyspark_version = pyspark.__version__
+    if _as_tuple(pyspark_version) > _as_tuple(NEWEST_PUBLISHED):
+        return NEWEST_PUBLISHED
+    return pyspark_version
+
+
+def _pom(version: str) -> str:
+    group, artifact = _ARTIFACT
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>eoskafka</groupId><artifactId>spark-kafka-jars</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>
+      <version>{version}</version></dependency>
+  </dependencies>
+</project>
+"""
+
+
+def _artifact_name(jar: str) -> str:
+    """``kafka-clients-3.9.2.jar`` -> ``kafka-clients`` (the name before the version)."""
+    m = _JAR.fullmatch(jar)
+    return m.group(1) if m else jar
+
+
+def _shipped_by_pyspark() -> set[str]:
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    return {_artifact_name(p.name) for p in jars.glob("*.jar")}
+
+
+def connector_jars(version: str | None = None) -> list[Path]:
+    """The jars to add to ``spark.jars`` for ``format("kafka")`` (fetched on first use)."""
+    version = version or connector_version()
+    target = cache_root() / f"spark-sql-kafka-{version}"
+    if not (target / ".complete").exists():
+        _fetch(version, target)
+    shipped = _shipped_by_pyspark()
+    return sorted(p for p in target.glob("*.jar") if _artifact_name(p.name) not in shipped)
+
+
+def spark_jars(version: str | None = None) -> str:
+    """``connector_jars`` as the comma-separated value ``spark.jars`` takes."""
+    return ",".join(str(p) for p in connector_jars(version))
+
+
+def _fetch(version: str, target: Path) -> None:
+    require_java()
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KafkaToolsMissingError(
+            f"Spark's Kafka connector {version} is fetched from Maven Central with `mvn`, which "
+            f"is not on PATH: install Maven, or put its jars in {target} with an empty "
+            f"`.complete` file"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / ".complete").exists():
+            return
+        with tempfile.TemporaryDirectory(prefix="eoskafka-pom-") as tmp:
+            (Path(tmp) / "pom.xml").write_text(_pom(version))
+            staging = target.with_name(target.name + ".partial")
+            shutil.rmtree(staging, ignore_errors=True)
+            done = subprocess.run(
+                [mvn, "-q", "-B", "dependency:copy-dependencies",
+                 f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
+                cwd=tmp, capture_output=True, text=True, timeout=_MAVEN_TIMEOUT_S,
+            )
+            if done.returncode != 0:
+                tail = (done.stdout + done.stderr).strip().splitlines()[-15:]
+                raise EosKafkaError(
+                    f"fetching Spark's Kafka connector {version} from Maven Central failed "
+                    f"(mvn exit {done.returncode}); is it published for this Spark version "
+                    f"(set EOSKAFKA_SPARK_CONNECTOR_VERSION to one that is)? Last lines:\n"
+                    + "\n".join(tail)
+                )
+            shutil.rmtree(target, ignore_errors=True)
+            staging.rename(target)
+            (target / ".complete").write_text(version + "\n")

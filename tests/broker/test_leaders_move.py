@@ -1,0 +1,263 @@
+"""Leaders and coordinators move while tasks write (a 3-node Apache Kafka cluster).
+
+Each case drives a TaskWriter directly, kills or misdirects a broker at a chosen point
+(between two produce rounds, before InitProducerId, between two AddPartitionsToTxn), lets
+the driver commit, and checks every record is committed exactly once with both the
+marker-resolving oracle and Kafka's own read_committed console consumer.
+
+The cluster fences a dead broker after 4 s (``broker.session.timeout.ms``) instead of 9,
+and takes requests of at most 2 MiB (``socket.request.max.bytes``, 100 MiB by default), so
+that a Produce request packed past ``max.request.size`` fails visibly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pytest
+from kafka.protocol.metadata import MetadataRequest
+
+from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools
+from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.sink.handoff import TxnHandoff
+from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.wire import KafkaWire, ProducerIdentity, TopicInfo, end_txns
+from eos_kafka_source.wire.cluster import create_topic, find_coordinator
+from eos_kafka_source.wire.groups import commit_offset, fetch_offset
+from eos_kafka_source.wire.retry import GROUP, with_coordinator
+from tests.brokers import KAFKA_VERSION
+from tests.oracle import assert_no_open_transactions, await_markers, committed_view
+
+pytestmark = [pytest.mark.kafka_only, pytest.mark.faults]
+
+_CONFIG = {
+    "broker.session.timeout.ms": "4000",
+    "broker.heartbeat.interval.ms": "500",
+    "socket.request.max.bytes": str(2 << 20),
+}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[KafkaCluster]:
+    with KafkaCluster(nodes=3, version=KAFKA_VERSION, broker_config=_CONFIG) as kafka:
+        yield kafka
+
+
+@pytest.fixture
+def kafka(cluster: KafkaCluster) -> Iterator[KafkaCluster]:
+    """The cluster, whole again after the test (every node up, every replica in sync)."""
+    yield cluster
+    for node in cluster.nodes:
+        if not node.running:
+            cluster.start_node(node.node_id)
+    _await_in_sync(cluster.bootstrap_servers)
+
+
+def _wire(bootstrap: str) -> KafkaWire:
+    return KafkaWire(ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap}))
+
+
+def _await_in_sync(bootstrap: str, timeout_s: float = 120) -> None:
+    """Until every partition (internal ones too) has all three replicas in sync."""
+    deadline = time.monotonic() + timeout_s
+    with _wire(bootstrap) as wire:
+        while True:
+            version = wire.version(MetadataRequest)
+            response = wire.request(wire.any_node(), MetadataRequest[version](
+                topics=None, allow_auto_topic_creation=False), "Metadata")
+            lagging = [f"{t.name}-{p.partition_index}" for t in response.topics
+                       for p in t.partitions if len(p.isr_nodes) < 3]
+            if not lagging:
+                return
+            assert time.monotonic() < deadline, f"replicas still out of sync: {lagging[:10]}"
+            time.sleep(0.2)
+
+
+def _create(bootstrap: str, topic: str, partitions: int) -> None:
+    """A topic replicated three ways (``min.insync.replicas=2``): it survives one dead broker."""
+    with _wire(bootstrap) as wire:
+        create_topic(wire, topic, partitions, replication=3)
+
+
+def _writer(wire: KafkaWire, tid: str, topic: str, batch_records: int = 50) -> TaskWriter:
+    writer = TaskWriter(wire, transactional_id=tid, topic=topic, transaction_timeout_ms=120000,
+                        batch_records=batch_records, context={"task_partition": 0})
+    writer.open()
+    return writer
+
+
+def _rows(tag: str, partitions: int, per_partition: int, size: int = 100) -> pa.RecordBatch:
+    values = [f"{tag}-{p}-{i}-".encode().ljust(size, b".")
+              for i in range(per_partition) for p in range(partitions)]
+    parts = [p for _ in range(per_partition) for p in range(partitions)]
+    return pa.RecordBatch.from_pydict({"value": values,
+                                       "partition": pa.array(parts, pa.int32())})
+
+
+def _commit(bootstrap: str, handoff: TxnHandoff) -> None:
+    """The driver's EndTxn, following the coordinator if it moved."""
+    tid = handoff.transactional_id
+    who = ProducerIdentity(handoff.producer_id, handoff.epoch)
+    with _wire(bootstrap) as wire:
+        def send(node: int) -> None:
+            (outcome,) = end_txns(wire, {tid: node}, [(tid, who)], commit=True, deadline_s=10)
+            if not outcome.ok:
+                assert outcome.error is not None
+                raise outcome.error
+
+        with_coordinator(wire, tid, send, deadline=90)
+
+
+def _assert_exactly_once(bootstrap: str, topic: str, batches: list[pa.RecordBatch]) -> None:
+    """The oracle finds every record committed once and nothing open; Kafka's own
+    read_committed consumer reads exactly those records (extras would show in the oracle)."""
+    expected = Counter(v for b in batches for v in b.column("value").to_pylist())
+    await_markers(bootstrap, topic)
+    oracle = Counter(v for pv in committed_view(bootstrap, topic).values()
+                     for v in pv.committed_values)
+    assert oracle == expected, (
+        f"oracle: missing {sum((expected - oracle).values())}, "
+        f"extra {sum((oracle - expected).values())}")
+    assert_no_open_transactions(bootstrap, topic)
+    consumed = KafkaTools(bootstrap).consume(topic, read_committed=True, idle_timeout_ms=60000,
+                                             max_messages=sum(expected.values()))
+    java = Counter(r.value for r in consumed)
+    assert java == expected, (
+        f"Kafka's read_committed consumer: missing {sum((expected - java).values())}, "
+        f"extra {sum((java - expected).values())}")
+
+
+def _leaders(bootstrap: str, topic: str) -> dict[int, int]:
+    with _wire(bootstrap) as wire:
+        from eos_kafka_source.wire import require_topics
+
+        return require_topics(wire, [topic])[topic].leaders
+
+
+# -- leaders ---------------------------------------------------------------------------------
+
+
+def test_produce_to_a_stale_leader_refreshes_and_resends(kafka: KafkaCluster,
+                                                        unique: str) -> None:
+    """What failed on a task's first Produce to a just-created topic: its metadata named a
+    broker that was not (or no longer) the leader; NOT_LEADER_OR_FOLLOWER failed the task.
+    Here the stale metadata is deterministic: every partition points at a follower."""
+    bootstrap = kafka.bootstrap_servers
+    _create(bootstrap, unique, 3)
+    leaders = _leaders(bootstrap, unique)
+    followers = {p: next(n.node_id for n in kafka.nodes if n.node_id != leader)
+                 for p, leader in leaders.items()}
+    rows = _rows("stale", 3, 200)
+    with _wire(bootstrap) as wire:
+        writer = _writer(wire, f"{unique}-tid", unique)
+        writer._topics[unique] = TopicInfo(unique, followers)
+        writer.write_batch(rows)
+        handoff = writer.handoff()
+        assert writer.pipeline.retries > 0  # the followers refused, the leaders took them
+    assert handoff.records == 600
+    _commit(bootstrap, handoff)
+    _assert_exactly_once(bootstrap, unique, [rows])
+
+
+def test_leader_killed_between_produce_rounds(kafka: KafkaCluster, unique: str) -> None:
+    """Round 1 is still in flight (five requests a leader) when the leader of a partition is
+    killed: its unacknowledged batches are re-sent, same sequences, to the new leader, some
+    perhaps already replicated (DUPLICATE_SEQUENCE / duplicate ack); round 2 follows them."""
+    bootstrap = kafka.bootstrap_servers
+    _create(bootstrap, unique, 3)
+    tid = f"{unique}-tid"
+    with _wire(bootstrap) as wire:
+        coordinator = find_coordinator(wire, tid)
+        victim = next(leader for leader in _leaders(bootstrap, unique).values()
+                      if leader != coordinator)
+        writer = _writer(wire, tid, unique, batch_records=20)
+        first = _rows("r1", 3, 400)
+        writer.write_batch(first)  # 20 batches a partition: pipelined, not yet acknowledged
+        kafka.stop_node(victim, kill=True)
+        second = _rows("r2", 3, 400)
+        writer.write_batch(second)
+        handoff = writer.handoff()
+        assert writer.pipeline.retries > 0
+    assert handoff.records == 2400
+    _commit(bootstrap, handoff)
+    _assert_exactly_once(bootstrap, unique, [first, second])
+
+
+def test_requests_stay_under_the_brokers_request_limit(kafka: KafkaCluster,
+                                                      unique: str) -> None:
+    """90 partitions of 80 KB each: one request per leader held ~2.4 MB, over this cluster's
+    socket.request.max.bytes (2 MiB), and the broker closed the connection."""
+    bootstrap = kafka.bootstrap_servers
+    _create(bootstrap, unique, 90)
+    rows = _rows("wide", 90, 80, size=1000)
+    with _wire(bootstrap) as wire:
+        writer = _writer(wire, f"{unique}-tid", unique, batch_records=10_000)
+        writer.write_batch(rows)
+        handoff = writer.handoff()
+    _commit(bootstrap, handoff)
+    _assert_exactly_once(bootstrap, unique, [rows])
+
+
+# -- coordinators ----------------------------------------------------------------------------
+
+
+def test_transaction_coordinator_killed_before_init_producer_id(kafka: KafkaCluster,
+                                                                unique: str) -> None:
+    """The task's InitProducerId meets a dead coordinator (dropped connection, then
+    NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS while the new one loads the log)."""
+    bootstrap = kafka.bootstrap_servers
+    _create(bootstrap, unique, 3)
+    tid = f"{unique}-tid"
+    with _wire(bootstrap) as wire:
+        kafka.stop_node(find_coordinator(wire, tid), kill=True)
+        writer = _writer(wire, tid, unique)
+        rows = _rows("init", 3, 100)
+        writer.write_batch(rows)
+        handoff = writer.handoff()
+    _commit(bootstrap, handoff)
+    _assert_exactly_once(bootstrap, unique, [rows])
+
+
+def test_transaction_coordinator_killed_between_add_partitions(kafka: KafkaCluster,
+                                                               unique: str) -> None:
+    """Partition 0 joined the transaction at the old coordinator; partition 1 joins at the new
+    one, which loaded the open transaction from the replicated __transaction_state."""
+    bootstrap = kafka.bootstrap_servers
+    _create(bootstrap, unique, 2)
+    tid = f"{unique}-tid"
+    with _wire(bootstrap) as wire:
+        writer = _writer(wire, tid, unique)
+        old = writer.coordinator
+        assert old is not None
+        first = pa.RecordBatch.from_pydict({"value": [f"p0-{i}".encode() for i in range(100)],
+                                            "partition": pa.array([0] * 100, pa.int32())})
+        writer.write_batch(first)
+        writer.flush()
+        kafka.stop_node(old, kill=True)
+        second = pa.RecordBatch.from_pydict({"value": [f"p1-{i}".encode() for i in range(100)],
+                                             "partition": pa.array([1] * 100, pa.int32())})
+        writer.write_batch(second)  # AddPartitionsToTxn for partition 1: the coordinator moved
+        handoff = writer.handoff()
+        assert writer.coordinator not in (None, old)
+    _commit(bootstrap, handoff)
+    _assert_exactly_once(bootstrap, unique, [first, second])
+
+
+def test_group_offsets_follow_a_killed_group_coordinator(kafka: KafkaCluster,
+                                                         unique: str) -> None:
+    """The prefix claims and the batch-abort marks are group offsets: their requests must
+    survive the group coordinator going away (NOT_COORDINATOR, a dropped connection)."""
+    bootstrap = kafka.bootstrap_servers
+    _create(bootstrap, unique, 1)
+    group = f"{unique}-group"
+    with _wire(bootstrap) as wire:
+        commit_offset(wire, group, unique, 0, 7, "first")
+        coordinator = find_coordinator(wire, group, GROUP)
+        kafka.stop_node(coordinator, kill=True)
+        assert fetch_offset(wire, group, unique, 0) == (7, "first")
+        commit_offset(wire, group, unique, 0, 8, "second")
+        assert find_coordinator(wire, group, GROUP) != coordinator
+        assert fetch_offset(wire, group, unique, 0) == (8, "second")

@@ -1,0 +1,79 @@
+"""The decision log on an object store (``s3://`` on a local moto S3 server) through a
+driver kill: the decision written there before the first EndTxn is what the restarted
+driver rolls forward (issue 10 item 8). Checkpoints are often on S3; pyarrow's S3
+filesystem is what the decision log uses for them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.chaos.broker import BUCKET, S3Server
+from tests.java_oracle import assert_java_agrees
+from tests.kafka_helpers import create_topic
+from tests.oracle import assert_no_open_transactions
+from tests.sink_harness import Harness, vals
+from tests.waiting import until
+
+pytestmark = pytest.mark.faults
+
+ROOT = Path(__file__).parents[2]
+
+#: The first driver: three tasks, then a commit that SIGKILLs its own process between
+#: the first EndTxn and the others (the decision is on S3, one transaction committed).
+_DRIVER = """
+import sys
+from tests.sink_harness import Harness, vals
+bootstrap, topic, prefix, location = sys.argv[1:5]
+h = Harness(bootstrap, topic, prefix, location)
+h.driver.prepare(new_run=True)
+h.driver.commit(0, [h.task(p, vals(f"t{p}")) for p in range(3)], tasks=3)
+"""
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    server = S3Server(tmp_path_factory.mktemp("s3")).start()
+    env = {"AWS_ENDPOINT_URL": server.endpoint, "AWS_ACCESS_KEY_ID": "x",
+           "AWS_SECRET_ACCESS_KEY": "x", "AWS_REGION": "us-east-1"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # pyarrow's S3 filesystem reads these (here and in the child)
+    try:
+        yield server
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.stop()
+
+
+def test_decision_log_on_s3_rolls_forward_after_driver_kill(bootstrap, unique, s3) -> None:
+    create_topic(bootstrap, unique, partitions=2)
+    location = f"s3://{BUCKET}/{unique}/checkpoint"
+    env = {**os.environ, "PYTHONPATH": str(ROOT),
+           "EOSKAFKA_TEST_FAULTS": "commit.between_endtxn=kill"}
+    env.pop("EOSKAFKA_TEST_FAULTS_FILE", None)
+    killed = subprocess.run([sys.executable, "-c", _DRIVER, bootstrap, unique, unique, location],
+                            env=env, capture_output=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr.decode()[-3000:]
+    h = Harness(bootstrap, unique, unique, location)
+    decision = h.log.get(0)
+    assert decision is not None and not decision.done and len(decision.handoffs) == 3
+    until(lambda: len(h.committed(settle=False)), lambda n: n == 30,
+          what="the first of three transactions committed before the kill")
+    h.driver.prepare(new_run=True)  # the restarted driver, before any task of the replay
+    assert h.log.get(0).done and not h.log.get(0).lost
+    h.driver.commit(0, [h.task(p, vals(f"t{p}")) for p in range(3)], tasks=3)  # the replay
+    expected = Counter(vals("t0") + vals("t1") + vals("t2"))
+    assert h.committed() == expected
+    assert assert_java_agrees(bootstrap, unique) in (-1, sum(expected.values()))
+    assert_no_open_transactions(bootstrap, unique)

@@ -1,0 +1,131 @@
+"""The transaction timeout, for real: Apache Kafka with transaction.max.timeout.ms=10000.
+
+Issue 9 item 4 and issue 10 item 8. Kafka aborts a transaction open longer than its
+timeout (checked every second on these test brokers) and bumps the epoch, so a later
+EndTxn commit with the task's epoch is PRODUCER_FENCED. Which cases end in no loss:
+- a task stalled past the timeout: nothing of the batch is visible, the batch fails
+  (naming the timeout and maxOffsetsPerTrigger), and its replay commits: no loss;
+- the driver killed after its decision and down past the timeout: the decided
+  transactions are gone; the replay rewrites them when it writes the same rows (no loss),
+  else the batch fails once with EOSKAFKA_TRANSACTION_LOST naming batch, partitions and
+  counts, and ``eoskafka txns`` shows the loss.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from eos_kafka_source.apache_kafka import KafkaCluster
+from eos_kafka_source.cli import main
+from eos_kafka_source.errors import TimeoutError_, TransactionLostError
+from tests.brokers import KAFKA_VERSION
+from tests.kafka_helpers import create_topic
+from tests.sink_harness import Harness, assert_once_on_kafka, vals
+from tests.waiting import until
+
+pytestmark = [pytest.mark.kafka_only, pytest.mark.faults]
+
+TIMEOUT_MS = 4000  # the sink's kafka.transaction.timeout.ms; the broker allows up to 10 s
+
+
+@pytest.fixture(scope="module")
+def kafka_short() -> Iterator[KafkaCluster]:
+    with KafkaCluster(nodes=1, version=KAFKA_VERSION,
+                      broker_config={"transaction.max.timeout.ms": "10000"}) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def sink(kafka_short: KafkaCluster, unique: str, tmp_path: Path) -> Harness:
+    create_topic(kafka_short.bootstrap_servers, unique, partitions=2)
+    h = Harness(kafka_short.bootstrap_servers, unique, unique, tmp_path / "ckpt",
+                timeout_ms=TIMEOUT_MS)
+    h.driver.prepare(new_run=True)
+    return h
+
+
+def _await_timeout_abort(h: Harness, values: list[bytes]) -> None:
+    """Until Kafka has aborted the transactions holding ``values`` (their timeout passed)."""
+    until(h.aborted, lambda seen: all(seen[v] for v in values),
+          what="Kafka's timeout abort of the transactions", timeout_s=60)
+
+
+def test_task_stalled_past_the_timeout_fails_the_batch_whole_then_replay_commits(
+        sink: Harness) -> None:
+    """Before: "nothing was written; the batch fails and will be replayed", the same advice
+    for a zombie and for a batch longer than the timeout, whose replay fails the same way."""
+    quick = sink.task(0, vals("quick"))
+    stalled = sink.task(1, vals("stalled"))
+    _await_timeout_abort(sink, vals("stalled") + vals("quick"))  # the whole batch outlived it
+    with pytest.raises(TimeoutError_) as err:
+        sink.driver.commit(0, [quick, stalled], tasks=2)
+    message = str(err.value)
+    assert f"kafka.transaction.timeout.ms={TIMEOUT_MS}" in message
+    assert "maxOffsetsPerTrigger" in message and "nothing was written" in message
+    assert sink.log.get(0) is None and sink.committed() == Counter()  # nothing partial
+    sink.driver.abort(0, [quick, stalled], tasks=2)  # Spark, after commit() raised
+    sink.driver.prepare(new_run=True)  # the replay
+    sink.driver.commit(0, [sink.task(p, vals(f"replay{p}")) for p in range(2)], tasks=2)
+    assert_once_on_kafka(sink, Counter(vals("replay0") + vals("replay1")))
+
+
+def _decided_then_down_past_the_timeout(sink: Harness, faults, tmp_path: Path) -> Harness:
+    """The driver records its decision and dies before any EndTxn; it stays down until
+    Kafka has aborted the decided transactions. Returns the restarted driver, prepared."""
+    handoffs = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
+    faults(f"commit.after_decision=raise@{tmp_path / 'once'}")
+    with pytest.raises(RuntimeError, match="injected fault"):
+        sink.driver.commit(0, handoffs, tasks=2)
+    faults("")
+    _await_timeout_abort(sink, vals("b0t0") + vals("b0t1"))
+    restarted = Harness(sink.bootstrap, sink.topic, sink.ids.prefix, tmp_path / "ckpt",
+                        timeout_ms=TIMEOUT_MS)
+    restarted.driver.prepare(new_run=True)  # rolls forward: both lost, recorded, not raised
+    decision = restarted.log.get(0)
+    assert decision is not None and decision.done and len(decision.lost_handoffs) == 2
+    return restarted
+
+
+def test_driver_down_past_the_timeout_replay_rewrites_the_lost_transactions(
+        sink: Harness, faults, tmp_path) -> None:
+    """No loss: the replay reads the same offsets and writes the same rows per task.
+    Before: the restarted driver's planning raised TRANSACTION_LOST, so the replay that
+    could rewrite them only ran after a second restart."""
+    restarted = _decided_then_down_past_the_timeout(sink, faults, tmp_path)
+    replay = [restarted.task(p, vals(f"b0t{p}")) for p in range(2)]
+    restarted.driver.commit(0, replay, tasks=2)
+    decision = restarted.log.get(0)
+    assert decision.done and not decision.lost and not decision.lost_handoffs
+    assert_once_on_kafka(restarted, Counter(vals("b0t0") + vals("b0t1")))
+
+
+def test_driver_down_past_the_timeout_loss_is_named_once_and_shown_by_txns(
+        sink: Harness, faults, tmp_path, capsys) -> None:
+    """Loss: the replay's task 1 writes other rows (a source that is not replayable), so
+    nothing can stand in for the lost transaction: EOSKAFKA_TRANSACTION_LOST names the
+    batch, the partitions and the counts, once; `eoskafka txns` shows the loss."""
+    restarted = _decided_then_down_past_the_timeout(sink, faults, tmp_path)
+    replay = [restarted.task(0, vals("b0t0")), restarted.task(1, vals("other", 7))]
+    with pytest.raises(TransactionLostError) as err:
+        restarted.driver.commit(0, replay, tasks=2)
+    message = str(err.value)
+    assert "[EOSKAFKA_TRANSACTION_LOST] batch 0:" in message and "LOST" in message
+    assert f"{sink.ids.for_task(1)}" in message and "30 records" in message
+    assert f"{sink.topic}-" in message  # the output partitions, with their counts
+    restarted.driver.commit(0, [restarted.task(p, vals(f"again{p}", 5)) for p in range(2)],
+                            tasks=2)  # the next replay goes on: the loss is final, reported
+    capsys.readouterr()
+    assert main(["txns", "--checkpoint", str(tmp_path / "ckpt"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    batch = next(b for b in doc["batches"] if b["batch_id"] == 0)
+    assert batch["transactions_lost"] == 1 and batch["state"] == "done"
+    assert any(sink.ids.for_task(1) in entry for entry in batch["lost"])
+    assert main(["txns", "--checkpoint", str(tmp_path / "ckpt")]) == 0
+    assert "batch 0 lost:" in capsys.readouterr().out
+    # Task 0's rows were rewritten by the first replay; task 1's are lost (not doubled).
+    assert_once_on_kafka(restarted, Counter(vals("b0t0")))

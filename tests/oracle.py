@@ -76,15 +76,36 @@ class PartitionView:
         return [r.value for r in self.open]
 
 
+class _LeaderNotReady(AssertionError):
+    """Fetch answered LEADER_NOT_AVAILABLE / NOT_LEADER_OR_FOLLOWER: on Kafka, for a moment
+    after a topic is created or a leader moves; the view is taken again."""
+
+
 def committed_view(bootstrap: str, topic: str) -> dict[int, PartitionView]:
     """Every partition of ``topic`` resolved from its raw batches and markers."""
-    with wire_for(bootstrap) as w:
-        info = kwire.require_topics(w, [topic])[topic]
-        leaders = {(topic, p): leader for p, leader in info.leaders.items()}
-        return {
-            tp[1]: _resolve(w, leader, tp, _raw_bounds(w, leader, tp))
-            for tp, leader in sorted(leaders.items())
-        }
+    import time
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with wire_for(bootstrap) as w:
+                info = kwire.require_topics(w, [topic])[topic]
+                leaders = {(topic, p): leader for p, leader in info.leaders.items()}
+                return {
+                    tp[1]: _resolve(w, leader, tp, _raw_bounds(w, leader, tp))
+                    for tp, leader in sorted(leaders.items())
+                }
+        except _LeaderNotReady:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def _check_fetch(code: int, what: str) -> None:
+    if code in (5, 6):
+        raise _LeaderNotReady(f"oracle: {what} failed with {code} (leader not ready)")
+    if code:
+        raise AssertionError(f"oracle: {what} failed with {code}")
 
 
 def _raw_bounds(w: kwire.KafkaWire, leader: int, tp: tuple[str, int]) -> kwire.Bounds:
@@ -94,7 +115,7 @@ def _raw_bounds(w: kwire.KafkaWire, leader: int, tp: tuple[str, int]) -> kwire.B
         start = kwire.list_earliest(w, leader, [tp])[tp]
         chunk = kwire.fetch(w, leader, {tp: start}, max_bytes=1)[tp]
     if chunk.error_code:
-        raise AssertionError(f"oracle: Fetch {tp} failed with {chunk.error_code}")
+        _check_fetch(chunk.error_code, f"Fetch {tp}")
     b = chunk.bounds
     if min(b.log_start, b.high_watermark, b.last_stable) < 0:
         raise AssertionError(f"oracle: Fetch {tp} gave no log start / high watermark / LSO: {b}")
@@ -136,7 +157,7 @@ def _resolve(
         chunk = kwire.fetch(w, leader, {tp: position}, max_bytes=_FETCH_BYTES,
                             max_wait_ms=min(_WAIT_MS << empty_fetches, _MAX_WAIT_MS))[tp]
         if chunk.error_code:
-            raise AssertionError(f"oracle: Fetch {tp} at {position} failed with {chunk.error_code}")
+            _check_fetch(chunk.error_code, f"Fetch {tp} at {position}")
         progressed = False
         for batch in MemoryRecords(chunk.records):
             if batch.next_offset <= position:

@@ -158,8 +158,8 @@ class SourcePlanner:
 
     # -- partitions and bounds -------------------------------------------------------------
 
-    def leaders(self, known: Mapping[TopicPartition, int] | None = None
-                ) -> dict[TopicPartition, int]:
+    def leaders(self, known: Mapping[TopicPartition, int] | None = None, *,
+                missing_ok: bool = False) -> dict[TopicPartition, int]:
         """Every partition the subscription reads now, with its leader.
 
         Raises TopicNotFoundError for a ``subscribe``/``assign`` topic (or an
@@ -167,6 +167,8 @@ class SourcePlanner:
         before (a topic in ``known``): such a topic was deleted while the query
         ran, and is left out here for :func:`check_data_loss` to judge, as Spark
         does (a DataLossError, or a warning with ``failOnDataLoss=false``).
+        ``missing_ok`` leaves every missing topic out (for a caller that cannot know
+        what the query has read; the query's own planning still refuses them).
         """
         sub = self.options.subscription
         if sub.kind == "subscribePattern":
@@ -174,7 +176,7 @@ class SourcePlanner:
         wanted = sub.topics if sub.kind == "subscribe" else sorted({t for t, _ in sub.assigned})
         seen = {t for t, _ in (known or {})}
         info = fetch_metadata(self.wire, list(wanted))
-        gone = [t for t in wanted if t not in info and t in seen]
+        gone = [t for t in wanted if t not in info and (t in seen or missing_ok)]
         if gone:
             log.warning("eoskafka source: topic(s) %s no longer exist (deleted while the query "
                         "ran)", ", ".join(gone))
@@ -235,6 +237,7 @@ class SourcePlanner:
         max_offsets: int | None = None,
         *,
         target: Mapping[TopicPartition, int] | None = None,
+        missing_ok: bool = False,
     ) -> Latest:
         """The end of the next batch after ``start``: the LSO (read_committed) or the high
         watermark of every partition read now, capped to ``max_offsets`` in total.
@@ -245,7 +248,7 @@ class SourcePlanner:
         start lies beyond the log (deleted and recreated): then the end is counted from
         the log start and :meth:`plan` reports the loss.
         """
-        leaders = self.leaders(known=start)
+        leaders = self.leaders(known=start, missing_ok=missing_ok)
         if target is not None:
             leaders = {tp: leader for tp, leader in leaders.items() if tp in target}
         starts = {tp: start.get(tp, 0) for tp in leaders}

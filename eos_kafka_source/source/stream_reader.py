@@ -166,9 +166,12 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Trigger.AvailableNow (pyspark >= 4.2): fix the target at the offsets current now.
 
         Later ``latestOffset`` calls never pass it, and partitions that appear
-        later are left for the next run.
+        later are left for the next run. Spark calls this before the reader knows the
+        checkpoint's offsets, so a topic deleted while a restarted query was down is left
+        out here rather than refused (a new query's missing topic is refused by
+        ``initialOffset``; a restarted one's is judged by ``failOnDataLoss``).
         """
-        self._target = self.planner.latest_offsets({}).end
+        self._target = self.planner.latest_offsets({}, missing_ok=True).end
 
     # -- planning and reading --------------------------------------------------------------
 

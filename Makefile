@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka39 test-fast test-faults lint demo \
+.PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults test-kafka39 test-fast test-faults lint demo \
 	demo-docker bench bench-connector contrast chaos smoke-spark smoke-spark40 clean
 
 setup: $(STAMP)
@@ -28,8 +28,8 @@ $(STAMP): pyproject.toml
 kafka-jars: setup
 	$(PY) -c "from eos_kafka_source.apache_kafka import kafka_jars; kafka_jars('4.3'); kafka_jars('3.9')"
 
-## The whole suite, on both brokers. Apache Kafka 4.3 is the reference: every broker, Spark
-## and fault test runs on it. Tansu (the embedded broker): unit, broker, deployment (wheel,
+## The whole suite, on both brokers. Apache Kafka 4.3 is the reference: every broker and
+## Spark test runs on it (its heavy fault cases: `make test-kafka-faults`, a CI step of its own). Tansu (the embedded broker): unit, broker, deployment (wheel,
 ## Spark Connect, notebook) tests and a representative Spark subset (`smoke` + Tansu-only),
 ## to keep CI's time; `make test-tansu-all` runs every Spark test on Tansu too. Apache
 ## Kafka 3.9: the sink protocol and wire tests (classic transaction protocol).
@@ -43,7 +43,12 @@ test-tansu-all: setup
 	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q tests
 
 test-kafka: kafka-jars
-	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q tests/broker tests/spark
+	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q -m "not faults" tests/broker tests/spark
+
+## The heavy fault cases on Apache Kafka (3-node coordinator and leader failover, transaction
+## timeouts, driver kills): their own target, run by CI as its own step.
+test-kafka-faults: kafka-jars
+	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q -m faults tests/broker tests/spark
 
 KAFKA39_TESTS := tests/broker/test_sink_protocol.py tests/broker/test_wire.py \
 	tests/broker/test_batch_write_abort.py tests/broker/test_tansu_quirks.py

@@ -87,24 +87,31 @@ def kafka_jars(version: str | None = None) -> Path:
     """The folder holding every runtime jar of Apache Kafka ``version`` (fetched if needed)."""
     version = resolve_version(version)
     target = cache_root() / f"kafka-{version}"
-    if (target / ".complete").exists():
-        return target
+    if not (target / ".complete").exists():
+        maven_fetch(_pom(version), target, what=f"Apache Kafka {version}",
+                    hint="is Maven Central reachable?")
+    return target
+
+
+def maven_fetch(pom: str, target: Path, *, what: str, hint: str) -> None:
+    """Copy every runtime dependency of ``pom`` into ``target`` with ``mvn``, once: a
+    ``.complete`` file marks a finished fetch, a file lock serialises concurrent ones,
+    and a failed fetch leaves nothing behind (it stages beside ``target``)."""
     require_java()
     mvn = shutil.which("mvn")
     if mvn is None:
         raise KafkaToolsMissingError(
-            f"Apache Kafka's jars are fetched from Maven Central with `mvn`, which is not on "
-            f"PATH: install Maven, or put Kafka {version}'s jars in {target} with an empty "
-            f"`.complete` file, or use the embedded broker (Tansu), which needs neither Java "
-            f"nor Maven"
+            f"{what} is fetched from Maven Central with `mvn`, which is not on PATH: install "
+            f"Maven, or put its jars in {target} with an empty `.complete` file, or use the "
+            f"embedded broker (Tansu), which needs neither Java nor Maven"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f".kafka-{version}.lock", "w") as lock:
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (target / ".complete").exists():
-            return target
+            return
         with tempfile.TemporaryDirectory(prefix="eoskafka-pom-") as tmp:
-            (Path(tmp) / "pom.xml").write_text(_pom(version))
+            (Path(tmp) / "pom.xml").write_text(pom)
             staging = target.with_name(target.name + ".partial")
             shutil.rmtree(staging, ignore_errors=True)
             done = subprocess.run(
@@ -115,14 +122,12 @@ def kafka_jars(version: str | None = None) -> Path:
             if done.returncode != 0:
                 tail = (done.stdout + done.stderr).strip().splitlines()[-15:]
                 raise EosKafkaError(
-                    f"fetching Apache Kafka {version} from Maven Central failed (mvn exit "
-                    f"{done.returncode}); is Maven Central reachable? Last lines:\n"
-                    + "\n".join(tail)
+                    f"fetching {what} from Maven Central failed (mvn exit {done.returncode}); "
+                    f"{hint} Last lines:\n" + "\n".join(tail)
                 )
             shutil.rmtree(target, ignore_errors=True)
             staging.rename(target)
-            (target / ".complete").write_text(version + "\n")
-    return target
+            (target / ".complete").write_text(what + "\n")
 
 
 def classpath(version: str | None = None) -> str:

@@ -17,16 +17,11 @@ Set ``EOSKAFKA_SPARK_CONNECTOR_VERSION`` to force another one.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
-from ..errors import EosKafkaError
-from .jars import KafkaToolsMissingError, cache_root, require_java
+from .jars import cache_root, maven_fetch
 
 #: The newest ``spark-sql-kafka-0-10_2.13`` on Maven Central when this was written.
 NEWEST_PUBLISHED = "4.2.0"
@@ -96,36 +91,6 @@ def spark_jars(version: str | None = None) -> str:
 
 
 def _fetch(version: str, target: Path) -> None:
-    require_java()
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise KafkaToolsMissingError(
-            f"Spark's Kafka connector {version} is fetched from Maven Central with `mvn`, which "
-            f"is not on PATH: install Maven, or put its jars in {target} with an empty "
-            f"`.complete` file"
-        )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f".{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / ".complete").exists():
-            return
-        with tempfile.TemporaryDirectory(prefix="eoskafka-pom-") as tmp:
-            (Path(tmp) / "pom.xml").write_text(_pom(version))
-            staging = target.with_name(target.name + ".partial")
-            shutil.rmtree(staging, ignore_errors=True)
-            done = subprocess.run(
-                [mvn, "-q", "-B", "dependency:copy-dependencies",
-                 f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
-                cwd=tmp, capture_output=True, text=True, timeout=_MAVEN_TIMEOUT_S,
-            )
-            if done.returncode != 0:
-                tail = (done.stdout + done.stderr).strip().splitlines()[-15:]
-                raise EosKafkaError(
-                    f"fetching Spark's Kafka connector {version} from Maven Central failed "
-                    f"(mvn exit {done.returncode}); is it published for this Spark version "
-                    f"(set EOSKAFKA_SPARK_CONNECTOR_VERSION to one that is)? Last lines:\n"
-                    + "\n".join(tail)
-                )
-            shutil.rmtree(target, ignore_errors=True)
-            staging.rename(target)
-            (target / ".complete").write_text(version + "\n")
+    maven_fetch(_pom(version), target, what=f"Spark's Kafka connector {version}",
+                hint="is it published for this Spark version (set "
+                     "EOSKAFKA_SPARK_CONNECTOR_VERSION to one that is)?")

@@ -15,13 +15,12 @@ import os
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
 from .errors import BrokerUnreachableError, EosKafkaError
-from .processes import stop_process
+from .processes import stop_process, wait_listening
 
 ENV_BINARY = "EOSKAFKA_TANSU_BIN"
 
@@ -114,23 +113,12 @@ class EmbeddedBroker:
         return self
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.ready_timeout_s
-        while time.monotonic() < deadline:
-            if self._proc is not None and self._proc.poll() is not None:
-                raise BrokerUnreachableError(
-                    f"embedded broker exited with code {self._proc.returncode}; "
-                    f"see its log at {self.log_path}"
-                )
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.02)
-        self.stop()
-        raise BrokerUnreachableError(
-            f"embedded broker did not accept connections on {self.bootstrap_servers} "
-            f"within {self.ready_timeout_s:.0f}s; see {self.log_path}"
-        )
+        try:
+            wait_listening(self._proc, self.port, name="embedded broker", log=self.log_path,
+                           timeout_s=self.ready_timeout_s, poll_s=0.02)
+        except BrokerUnreachableError:
+            self.stop()
+            raise
 
     def stop(self, *, kill: bool = False) -> None:
         """Stop the broker: SIGTERM and wait (``kill=True``: SIGKILL, as a crash)."""

@@ -11,6 +11,7 @@ eoskafka with itself. Topic admin goes through ``eos_kafka_source.wire``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
@@ -22,6 +23,7 @@ from kafka.producer.future import RecordMetadata
 
 from eos_kafka_source import wire as kwire
 from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.errors import KafkaProtocolError
 
 #: One record's headers: (name, value) pairs (kafka-python refuses None values).
 Headers = Sequence[tuple[str, bytes]]
@@ -48,9 +50,24 @@ def wire_for(bootstrap: str, **options: str) -> Iterator[kwire.KafkaWire]:
 def create_topic(
     bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None
 ) -> None:
-    """Create ``name`` and wait until every partition has a leader."""
+    """Create ``name`` and wait until every partition's leader serves it.
+
+    Metadata names a leader a moment before that broker knows it leads (KRaft propagates
+    the change to each broker on its own): a Fetch then answers NOT_LEADER_OR_FOLLOWER.
+    Tests that read at once wait for the leaders to answer (product reads retry instead).
+    """
     with wire_for(bootstrap) as w:
         kwire.create_topic(w, name, partitions, config=config)
+        leaders = {(name, p): n for p, n in kwire.fetch_metadata(w, [name])[name].leaders.items()}
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                kwire.fetch_bounds(w, leaders)
+                return
+            except KafkaProtocolError as exc:
+                if exc.code not in (5, 6) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
 
 def _send(

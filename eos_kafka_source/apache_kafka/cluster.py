@@ -19,7 +19,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 import weakref
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..errors import BrokerUnreachableError
-from ..processes import stop_process
+from ..processes import stop_process, wait_listening
 from .jars import classpath, require_java, resolve_version
 
 _LOG4J2 = """\
@@ -324,23 +323,8 @@ class KafkaCluster:
 
     def _wait_ready(self, node: _Node) -> None:
         """Ready when the client listener accepts: KRaft brokers open it once unfenced."""
-        deadline = time.monotonic() + self.ready_timeout_s
-        while time.monotonic() < deadline:
-            if node.proc is None or node.proc.poll() is not None:
-                code = None if node.proc is None else node.proc.returncode
-                raise BrokerUnreachableError(
-                    f"Kafka node {node.node_id} exited with code {code} while starting; see "
-                    f"its log at {node.log_path}"
-                )
-            try:
-                socket.create_connection(("127.0.0.1", node.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise BrokerUnreachableError(
-            f"Kafka node {node.node_id} did not accept connections on 127.0.0.1:{node.port} "
-            f"within {self.ready_timeout_s:.0f}s; see {node.log_path}"
-        )
+        wait_listening(node.proc, node.port, name=f"Kafka node {node.node_id}",
+                       log=node.log_path, timeout_s=self.ready_timeout_s, poll_s=0.1)
 
     def node(self, node_id: int) -> _Node:
         return self.nodes[node_id - 1]

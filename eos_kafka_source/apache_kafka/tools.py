@@ -53,7 +53,7 @@ class KafkaTools:
         self.client_config = dict(client_config or {})
 
     def run(self, main: str, *args: str, timeout_s: float = 120) -> str:
-        """Run a tool's main class; its stdout, or an AssertionError-free RuntimeError."""
+        """Run a tool's main class; its stdout (RuntimeError with its stderr if it fails)."""
         with tempfile.TemporaryDirectory(prefix="eoskafka-tool-") as tmp:
             extra: list[str] = []
             if self.client_config:

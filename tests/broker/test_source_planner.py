@@ -20,6 +20,7 @@ from eos_kafka_source.source.planner import SourcePlanner
 from tests.brokers import ON_TANSU
 from tests.kafka_helpers import TxnWriter, create_topic, wire_for, write_plain
 from tests.oracle import committed_view
+from tests.waiting import until
 
 
 def source_options(bootstrap: str, streaming: bool = True, **extra: str) -> SourceOptions:
@@ -112,8 +113,9 @@ def test_latest_stops_at_an_open_transaction_until_it_commits(
                    for r in planner.plan(start, end)]
             assert [[v for _, v in g] for g in got] == [[b"c1"], [b"p"]]
             w.commit_open()
-        end2 = planner.latest_offsets(end).end
-        assert end2[(unique, 0)] == 5
+        # Kafka writes the COMMIT marker after EndTxn answers: the LSO moves a moment later.
+        end2 = until(lambda: planner.latest_offsets(end).end, lambda e: e[(unique, 0)] == 5,
+                     what="the LSO past the committed transaction")
         (r,) = planner.plan(end, end2)
         assert [v for _, v in rows(part(opts, unique, 0, r.start, r.end))] == [b"o1", b"o2"]
     finally:

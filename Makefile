@@ -64,7 +64,7 @@ test-faults: setup
 	EOSKAFKA_TEST_BROKER=$(BROKER) $(PY) -m pytest -q -m faults tests
 
 lint: setup
-	$(VENV)/bin/ruff check eos_kafka_source pyspark_eoskafka tests benchmarks
+	$(VENV)/bin/ruff check --no-cache eos_kafka_source pyspark_eoskafka tests benchmarks
 
 ## BROKER=kafka runs the demo on Apache Kafka 4.3 (a local JVM process) instead of Tansu,
 ## and checks the output with Kafka's own Java read_committed consumer too.

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from tests.spark.differential import delete_topic
 
 from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.errors import DataLossError
@@ -20,6 +19,7 @@ from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.source.planner import SourcePlanner
 from eos_kafka_source.wire import fetch_metadata
 from tests.kafka_helpers import create_topic, wire_for, write_plain
+from tests.spark.differential import delete_topic
 
 pytestmark = pytest.mark.kafka_only
 

@@ -144,6 +144,7 @@ class SourcePlanner:
         self.options = options
         self._wire: KafkaWire | None = None
         self._reached = False  # a planning call has succeeded: later failures are transient
+        self._reported_gone: set[str] = set()  # deleted topics already warned about
 
     @property
     def wire(self) -> KafkaWire:
@@ -177,9 +178,11 @@ class SourcePlanner:
         seen = {t for t, _ in (known or {})}
         info = fetch_metadata(self.wire, list(wanted))
         gone = [t for t in wanted if t not in info and (t in seen or missing_ok)]
-        if gone:
+        news = sorted(set(gone) - self._reported_gone)
+        if news:
+            self._reported_gone.update(news)
             log.warning("eoskafka source: topic(s) %s no longer exist (deleted while the query "
-                        "ran)", ", ".join(gone))
+                        "ran)", ", ".join(news))
         if any(t not in info and t not in gone for t in wanted):
             info = require_topics(self.wire, [t for t in wanted if t not in gone])  # raises
         if sub.kind == "subscribe":
@@ -247,8 +250,14 @@ class SourcePlanner:
         partition whose latest offset is below its start keeps its start, unless its
         start lies beyond the log (deleted and recreated): then the end is counted from
         the log start and :meth:`plan` reports the loss.
+
+        Under ``failOnDataLoss=false`` a missing subscribed topic is skipped even when
+        ``start`` no longer lists it: the batch that skipped a deleted topic ends without
+        it, and the batches after it (or a restart) must skip it again. The query's start
+        (``initialOffset``) still refuses a topic that never existed.
         """
-        leaders = self.leaders(known=start, missing_ok=missing_ok)
+        lenient = missing_ok or not self.options.fail_on_data_loss
+        leaders = self.leaders(known=start, missing_ok=lenient)
         if target is not None:
             leaders = {tp: leader for tp, leader in leaders.items() if tp in target}
         starts = {tp: start.get(tp, 0) for tp in leaders}

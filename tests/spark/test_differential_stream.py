@@ -101,10 +101,6 @@ def test_partitions_added_during_the_query(spark, bootstrap, unique, tmp_path) -
     assert values(runs) == [b"p1-a", b"p2-a", b"p2-b"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "open bug: a Trigger.AvailableNow query restarted after a subscribed topic was deleted "
-    "fails in latestOffset with EOSKAFKA_TOPIC_NOT_FOUND instead of skipping it under "
-    "failOnDataLoss=false (the start Spark passes does not show the topic as read)"))
 def test_subscribed_topic_deleted_during_the_query(spark, bootstrap, unique, tmp_path) -> None:
     """eoskafka skips a deleted subscribed topic under failOnDataLoss=false. Spark's
     connector does too when its consumer has not yet tried the gone partition, and

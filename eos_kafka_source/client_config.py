@@ -55,7 +55,8 @@ PASSTHROUGH_KEYS = frozenset({
     "max.poll.interval.ms", "fetch.min.bytes", "fetch.max.bytes", "fetch.max.wait.ms",
     "max.partition.fetch.bytes", "check.crcs", "allow.auto.create.topics",
     # producer
-    "linger.ms", "batch.size", "buffer.memory", "compression.type", "max.request.size",
+    "linger.ms", "batch.size", "buffer.memory", "compression.type", "compression.gzip.level",
+    "compression.lz4.level", "compression.zstd.level", "max.request.size",
     "max.block.ms", "delivery.timeout.ms", "retries", "max.in.flight.requests.per.connection",
 })
 

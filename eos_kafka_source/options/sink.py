@@ -66,6 +66,29 @@ def _codec(opts: Mapping[str, str]) -> int:
     return codec
 
 
+#: ``kafka.compression.<codec>.level`` (KIP-390, Kafka 3.8): codec id -> (name, lowest,
+#: highest) as the Java producer accepts them (gzip also takes -1, its default).
+LEVELS = {1: ("gzip", 1, 9), 3: ("lz4", 1, 17), 4: ("zstd", -131072, 22)}
+
+
+def _level(opts: Mapping[str, str], codec: int) -> int | None:
+    """The level of the codec in use; a level for another codec would do nothing: refused."""
+    level = None
+    for cid, (name, lowest, highest) in LEVELS.items():
+        key = f"{PREFIX}compression.{name}.level"
+        if _get(opts, key) is None:
+            continue
+        if cid != codec:
+            used = next(n for n, c in CODECS.items() if c == codec)
+            raise ConfigError(f"{key} only applies with kafka.compression.type={name} (this "
+                              f"write uses {used}); remove it or set the codec's own level.")
+        if name == "gzip" and (_get(opts, key) or "").strip() == "-1":
+            return None  # Java's "default" (zlib's 6)
+        level = _int(opts, key, None, minimum=lowest, maximum=highest,
+                     why=" It is the Java producer's setting of the same name (KIP-390).")
+    return level
+
+
 @dataclass(frozen=True)
 class SinkOptions:
     """Everything a Kafka write needs, validated; built on the driver, pickled to
@@ -86,6 +109,8 @@ class SinkOptions:
     linger_records: int = 10_000
     #: Codec of every produce batch (``kafka.compression.type``; 0 = none).
     compression: int = 0
+    #: ``kafka.compression.<codec>.level``; None: the Java producer's default level.
+    compression_level: int | None = None
     #: Cap on a produce batch's uncompressed record bytes (``kafka.batch.size``; 0 means
     #: one record per batch, as in Java). ``kafka.linger.ms`` needs no field: a task
     #: batches from rows it already holds and flushes at its end, so it never waits.
@@ -134,7 +159,8 @@ class SinkOptions:
             client=client, topic=topic, transactional_id_prefix=prefix, delivery=delivery,
             transaction_timeout_ms=timeout or 900_000, checkpoint_location=location,
             linger_records=_int(opts, "producer.batchRecords", 10_000) or 10_000,
-            compression=_codec(opts),
+            compression=(codec := _codec(opts)),
+            compression_level=_level(opts, codec),
             batch_bytes=_int(opts, PREFIX + "batch.size", DEFAULT_BATCH_BYTES, minimum=0,
                              why=" It caps a produce batch's bytes, like the Java "
                                  "producer's; e.g. 1048576.") or 0,

@@ -111,11 +111,13 @@ def encode_arrow(
     base_sequence: int,
     transactional: bool,
     compression: int = 0,
+    compression_level: int | None = None,
 ) -> bytes | None:
     """One v2 batch at base offset 0 (as ``encode_batch``), or None.
 
     ``compression`` is a codec id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd): the
-    records section is built column-wise as ever, then compressed whole.
+    records section is built column-wise as ever, then compressed whole (at
+    ``compression_level``, see :func:`~eos_kafka_source.records.encode.compress`).
 
     ``keys`` and ``values`` are binary arrays of the same length (``keys`` None: every
     key null); ``timestamps_ms`` an int64 array of the same length, or one int for all.
@@ -169,7 +171,7 @@ def encode_arrow(
     section: bytes | memoryview = _section(records, n)
     attributes = TRANSACTIONAL_MASK if transactional else 0
     if compression:
-        section = compress(compression, section)
+        section = compress(compression, section, compression_level)
         attributes |= compression
     return frame_batch(0, attributes, n, first_ts, max_ts, producer_id, producer_epoch,
                        base_sequence, section)

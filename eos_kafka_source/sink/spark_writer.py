@@ -136,7 +136,9 @@ class _Writer:
                 wire, transactional_id=tid, topic=self.sink.topic,
                 transaction_timeout_ms=self.sink.transaction_timeout_ms,
                 batch_records=self.sink.linger_records, context=context,
-                compression=self.sink.compression, batch_bytes=self.sink.batch_bytes,
+                compression=self.sink.compression,
+                compression_level=self.sink.compression_level,
+                batch_bytes=self.sink.batch_bytes,
             )
             writer.open()
             try:

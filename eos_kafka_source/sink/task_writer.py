@@ -120,6 +120,7 @@ class TaskWriter:
         batch_records: int,
         context: dict[str, Any],
         compression: int = 0,
+        compression_level: int | None = None,
         batch_bytes: int = _BATCH_BYTES,
     ) -> None:
         self.wire = wire
@@ -129,6 +130,7 @@ class TaskWriter:
         self.batch_records = batch_records
         self.context = context
         self.compression = compression  # codec id of every batch (kafka.compression.type)
+        self.compression_level = compression_level  # kafka.compression.<codec>.level
         self.batch_bytes = batch_bytes  # uncompressed bytes per batch (kafka.batch.size)
         self.producer: ProducerIdentity | None = None
         self.coordinator: int | None = None
@@ -324,7 +326,8 @@ class TaskWriter:
                 batch = encode_arrow(keys, values, stamps, producer_id=pid,
                                      producer_epoch=epoch, base_sequence=seq,
                                      transactional=transactional,
-                                     compression=self.compression)
+                                     compression=self.compression,
+                                     compression_level=self.compression_level)
         if batch is None:
             batch = encode_batch(
                 [None] * len(values) if keys is None else keys.to_pylist(),
@@ -332,6 +335,7 @@ class TaskWriter:
                 None if part is None else [h or [] for h in part],
                 producer_id=pid, producer_epoch=epoch, base_sequence=seq,
                 transactional=transactional, compression=self.compression,
+                compression_level=self.compression_level,
             )
         return batch, len(values)
 

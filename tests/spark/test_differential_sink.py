@@ -87,12 +87,15 @@ def test_key_hash_partitioning_matches_the_java_producer(spark, bootstrap, uniqu
     assert got["eoskafka"] == got["kafka"]
 
 
-@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
-def test_compression_type_is_honoured(spark, bootstrap, unique, tmp_path, codec) -> None:
+@pytest.mark.parametrize("codec, level", [("gzip", None), ("snappy", None), ("lz4", None),
+                                          ("zstd", None), ("lz4", "12"), ("zstd", "10")])
+def test_compression_type_is_honoured(spark, bootstrap, unique, tmp_path, codec,
+                                      level) -> None:
+    levels = {} if level is None else {f"kafka.compression.{codec}.level": level}
     got = write_both(spark, bootstrap, unique, tmp_path, partition=True, n=200,
                      includeHeaders="true", **{"kafka.compression.type": codec,
                                                "kafka.linger.ms": "5",
-                                               "kafka.batch.size": "65536"})
+                                               "kafka.batch.size": "65536"}, **levels)
     assert got["eoskafka"] == got["kafka"]
     ids = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
     for fmt in FORMATS:

@@ -640,6 +640,26 @@ def test_sink_honours_compression_type(name, codec):
     assert sink(**{"kafka.compression.type": name}).compression == codec
 
 
+def test_sink_compression_levels_as_the_java_producer_takes_them():
+    """kafka.compression.<codec>.level (KIP-390): the codec in use's level, in Java's range;
+    a level for another codec would do nothing, so it is refused."""
+    assert sink(**{"kafka.compression.type": "lz4"}).compression_level is None
+    assert sink(**{"kafka.compression.type": "lz4",
+                   "kafka.compression.lz4.level": "12"}).compression_level == 12
+    assert sink(**{"kafka.compression.type": "zstd",
+                   "kafka.compression.zstd.level": "-5"}).compression_level == -5
+    assert sink(**{"kafka.compression.type": "gzip",
+                   "kafka.compression.gzip.level": "-1"}).compression_level is None
+    raises(lambda: sink(**{"kafka.compression.type": "gzip",
+                           "kafka.compression.lz4.level": "3"}),
+           "kafka.compression.lz4.level only applies with kafka.compression.type=lz4",
+           "uses gzip")
+    raises(lambda: sink(**{"kafka.compression.type": "lz4",
+                           "kafka.compression.lz4.level": "18"}), "between 1 and 17")
+    raises(lambda: sink(**{"kafka.compression.type": "gzip",
+                           "kafka.compression.gzip.level": "0"}), "between 1 and 9")
+
+
 def test_sink_batching_settings_and_spark_sink_options():
     """kafka.batch.size caps a batch's bytes (0: one record each, as in Java); linger.ms is
     validated (a task never waits); includeHeaders is accepted as Spark's sink accepts it."""

@@ -22,6 +22,7 @@ from eos_kafka_source.records import (
     encode_control_batch,
     iter_batches,
 )
+from eos_kafka_source.records.encode import compress
 from eos_kafka_source.records.header import HEADER_SIZE, decompress
 
 ALL = (0, 2**62)
@@ -388,3 +389,28 @@ def test_empty_batch_left_by_compaction(pure: bool) -> None:
     [(header, _), _] = list(iter_batches(empty + after, check_crc=True))
     assert header.record_count == 0
     assert [r["value"] for r in decode(empty + after, pure)] == [b"x"]
+
+
+def test_compression_levels_mean_what_they_mean_to_the_java_producer():
+    """lz4 at its default level (9) is lz4's *fast* compressor, as in Java's
+    Lz4BlockOutputStream (HC level 9 costs ~4x the CPU); any other level is HC at that
+    level; gzip and zstd take their level as given. Every output decodes back."""
+    import gzip
+
+    import cramjam
+
+    section = b"".join(b"record-%06d:" % i + b"payload " * 8 for i in range(3000))
+
+    def lz4_frame(level: int) -> bytes:
+        c = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
+        c.compress(section)
+        return bytes(c.finish())
+
+    assert compress(3, section) == compress(3, section, 9) == lz4_frame(0)
+    assert compress(3, section, 12) == lz4_frame(12) != lz4_frame(0)
+    assert compress(4, section) == bytes(cramjam.zstd.compress(section, level=3))
+    assert compress(4, section, 10) == bytes(cramjam.zstd.compress(section, level=10))
+    assert len(compress(1, section, 1)) > len(compress(1, section, 9))
+    assert gzip.decompress(compress(1, section, 1)) == section
+    for codec, level in ((3, None), (3, 12), (4, None), (4, 10), (1, None), (2, None)):
+        assert decompress(codec, compress(codec, section, level)) == section

@@ -43,12 +43,12 @@ test-tansu-all: setup
 	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q tests
 
 test-kafka: kafka-jars
-	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q -m "not faults" tests/broker tests/spark
+	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m "not faults" tests/broker tests/spark
 
 ## The heavy fault cases on Apache Kafka (3-node coordinator and leader failover, transaction
 ## timeouts, driver kills): their own target, run by CI as its own step.
 test-kafka-faults: kafka-jars
-	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q -m faults tests/broker tests/spark
+	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m faults tests/broker tests/spark
 
 KAFKA39_TESTS := tests/broker/test_sink_protocol.py tests/broker/test_wire.py \
 	tests/broker/test_batch_write_abort.py tests/broker/test_tansu_quirks.py

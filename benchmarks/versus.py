@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--commit-batches", type=int, default=5)
+    parser.add_argument("--commit-batches", type=int, default=9)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--no-spark", action="store_true")
     parser.add_argument("--no-commit", action="store_true")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import (
@@ -83,34 +84,42 @@ class FinishReport:
 
 
 def finish(wire: KafkaWire, handoffs: list[TxnHandoff], *, commit: bool,
-           deadline_s: float = 60.0) -> FinishReport:
+           deadline_s: float = 60.0, coordinators: Mapping[str, int] | None = None
+           ) -> FinishReport:
     """EndTxn(commit or abort) every open hand-off, retrying unknown outcomes to the deadline.
 
     Repeating an EndTxn with the same outcome is harmless (Kafka and Tansu accept it),
-    which is what makes retries, roll-forward and double commit safe.
+    which is what makes retries, roll-forward and double commit safe. ``coordinators``
+    (found moments ago, by :func:`liveness`) saves the first lookup; a coordinator that
+    moved since answers NOT_COORDINATOR, an unknown outcome, and is looked up again.
     """
     started = time.perf_counter()
     deadline = time.monotonic() + deadline_s
     pending = [h for h in handoffs if h.open]
     if commit and len(pending) > 1 and armed("commit.between_endtxn"):
-        report = _finish(wire, pending[:1], commit, deadline)  # a test acts in between
-        fault_point("commit.between_endtxn")
+        report = _finish(wire, pending[:1], commit, deadline, coordinators)  # a test acts
+        fault_point("commit.between_endtxn")  # in between
         report.merge(_finish(wire, pending[1:], commit, deadline))
     else:
-        report = _finish(wire, pending, commit, deadline)
+        report = _finish(wire, pending, commit, deadline, coordinators)
     report.seconds = time.perf_counter() - started
     return report
 
 
 def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool,
-            deadline: float) -> FinishReport:
+            deadline: float, known: Mapping[str, int] | None = None) -> FinishReport:
     report = FinishReport()
     unknown: dict[str, str] = {}  # tid -> why its last attempt's outcome is unknown
     drops: dict[str, int] = {}  # tid -> connections a reachable coordinator closed on it
     backoff = _BACKOFF_S[0]
     while pending:
         try:
-            coordinators = find_coordinators(wire, [h.transactional_id for h in pending])
+            tids = [h.transactional_id for h in pending]
+            if known is not None and all(t in known for t in tids):
+                coordinators = {t: known[t] for t in tids}
+            else:
+                coordinators = find_coordinators(wire, tids)
+            known = None  # later rounds follow a coordinator that moved
             if commit:
                 fault_point("commit.before_endtxn")  # a test moves the coordinator here
         except _ROUND_ERRORS as exc:
@@ -186,9 +195,19 @@ def _gives_up(outcomes: list[EndTxnOutcome]) -> bool:
                for o in outcomes)
 
 
-def dead_handoffs(wire: KafkaWire, handoffs: list[TxnHandoff], *,
-                  deadline_s: float = 60.0) -> list[tuple[TxnHandoff, str]]:
-    """The open hand-offs whose transaction can no longer be committed, and why.
+@dataclass(frozen=True)
+class Liveness:
+    """What :func:`liveness` found."""
+
+    #: The open hand-offs whose transaction can no longer be committed, and why.
+    dead: list[tuple[TxnHandoff, str]]
+    #: Where each transaction's coordinator answered (for :func:`finish` right after).
+    coordinators: dict[str, int]
+
+
+def liveness(wire: KafkaWire, handoffs: list[TxnHandoff], *,
+             deadline_s: float = 60.0) -> Liveness:
+    """Which open hand-offs' transactions can no longer be committed, and why.
 
     Checked before the decision, so a transaction fenced between its task's hand-off and
     the commit (a zombie or a retried attempt re-initialised its id, or it timed out) fails
@@ -198,6 +217,7 @@ def dead_handoffs(wire: KafkaWire, handoffs: list[TxnHandoff], *,
     """
     pending = [h for h in handoffs if h.open]
     dead: list[tuple[TxnHandoff, str]] = []
+    found: dict[str, int] = {}
     deadline = time.monotonic() + deadline_s
     backoff = _BACKOFF_S[0]
     while pending:
@@ -220,6 +240,8 @@ def dead_handoffs(wire: KafkaWire, handoffs: list[TxnHandoff], *,
                     moved.append(h)
                 elif e is not None:
                     dead.append((h, str(e)))
+                else:
+                    found[h.transactional_id] = coordinators[h.transactional_id]
         if moved and time.monotonic() >= deadline:
             raise TimeoutError_(
                 f"could not check {len(moved)} transaction(s) before deciding: their "
@@ -228,4 +250,4 @@ def dead_handoffs(wire: KafkaWire, handoffs: list[TxnHandoff], *,
         if pending:
             time.sleep(backoff)
             backoff = min(backoff * 2, _BACKOFF_S[1])
-    return dead
+    return Liveness(dead, found)

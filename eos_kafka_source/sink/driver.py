@@ -21,7 +21,7 @@ from ..errors import TimeoutError_, TransactionLostError, TransactionOutcomeUnkn
 from ..faults import fault_point
 from ..wire import TXN_PROTOCOL, KafkaWire, ProducerIdentity
 from .claims import claim_prefix
-from .committer import FinishReport, dead_handoffs, finish
+from .committer import FinishReport, finish, liveness
 from .decision_log import Decision, DecisionLog, PoolState
 from .fencing import fence, fence_identities, probe_beyond
 from .handoff import TxnHandoff
@@ -138,6 +138,7 @@ class DriverProtocol:
         """Durable decision, EndTxn commit for all, mark done (invariants 1, 3, 4)."""
         started = time.perf_counter()
         self._refuse_foreign(handoffs)
+        coordinators = None
         with self.wire_factory() as wire:
             if self.decisions is not None and batch_id is not None:
                 previous = self.decisions.get(batch_id)
@@ -145,11 +146,12 @@ class DriverProtocol:
                     return self._replayed(wire, previous, handoffs)
                 pool = self.decisions.pool()
                 self._refuse_superseded(handoffs, pool)
-                self._refuse_dead(wire, batch_id, handoffs)
+                coordinators = self._refuse_dead(wire, batch_id, handoffs)
                 fault_point("commit.before_decision")
                 self.decisions.decide(batch_id, [h for h in handoffs if h.open])
             fault_point("commit.after_decision")
-            report = finish(wire, handoffs, commit=True, deadline_s=self.commit_deadline_s)
+            report = finish(wire, handoffs, commit=True, deadline_s=self.commit_deadline_s,
+                            coordinators=coordinators)
             if report.unknown:
                 self._raise_unknown(batch_id, report, "committing")  # never void, never done
             if report.lost:
@@ -277,9 +279,12 @@ class DriverProtocol:
                 f"{self.ids.prefix!r}: " + "; ".join(h.describe() for h in foreign)
             )
 
-    def _refuse_dead(self, wire: KafkaWire, batch_id: int, handoffs: list[TxnHandoff]) -> None:
-        """Before deciding: every transaction must still be live, or nothing is committed."""
-        dead = dead_handoffs(wire, handoffs, deadline_s=self.commit_deadline_s)
+    def _refuse_dead(self, wire: KafkaWire, batch_id: int,
+                     handoffs: list[TxnHandoff]) -> dict[str, int]:
+        """Before deciding: every transaction must still be live, or nothing is committed.
+        Returns where their coordinators answered."""
+        found = liveness(wire, handoffs, deadline_s=self.commit_deadline_s)
+        dead = found.dead
         if dead:
             self._raise_if_too_long(batch_id, dead)
             raise TransactionLostError(
@@ -288,6 +293,7 @@ class DriverProtocol:
                 "nothing was committed, the batch fails and will be replayed: "
                 + "; ".join(f"{h.describe()}: {why}" for h, why in dead)
             )
+        return found.coordinators
 
     def _raise_if_too_long(self, batch_id: int,
                            dead: list[tuple[TxnHandoff, str]]) -> None:

@@ -13,7 +13,6 @@ import struct
 from collections.abc import Sequence
 from itertools import count as _count
 from itertools import repeat as _repeat
-from typing import Any
 
 from eos_kafka_source.errors import ConfigError
 from eos_kafka_source.records import _fast
@@ -77,25 +76,21 @@ def compress(codec: int, data: bytes | bytearray | memoryview, level: int | None
     if name is None:
         raise ConfigError(f"unknown compression codec id {codec} (0 none, 1 gzip, 2 snappy, "
                           "3 lz4, 4 zstd)")  # fmt: skip
-    modules: list[Any] = []
     try:
         import aiokafka.codec as acodec
-
-        modules.append(acodec)
     except ImportError:  # pragma: no cover - aiokafka is a dependency
-        pass
+        acodec = None
+    if acodec is not None and getattr(acodec, f"has_{name}")():
+        encode = getattr(acodec, f"{name}_encode")
+        if codec == 3:  # cramjam's lz4 frame: level 0 is lz4's fast compressor
+            return bytes(encode(bytes(data), level=0 if level in (None, LZ4_LEVEL) else level))
+        if codec == 4:
+            return bytes(encode(bytes(data), level=ZSTD_LEVEL if level is None else level))
+        return bytes(encode(bytes(data)))
     import kafka.codec as kcodec
 
-    modules.append(kcodec)
-    for mod in modules:
-        if getattr(mod, f"has_{name}")():
-            encode = getattr(mod, f"{name}_encode")
-            if mod is modules[0] and codec == 3:  # aiokafka: cramjam's lz4 frame
-                lz4_level = LZ4_LEVEL if level is None else level
-                return bytes(encode(bytes(data), level=0 if lz4_level == LZ4_LEVEL else lz4_level))
-            if mod is modules[0] and codec == 4:
-                return bytes(encode(bytes(data), level=ZSTD_LEVEL if level is None else level))
-            return bytes(encode(bytes(data)))
+    if getattr(kcodec, f"has_{name}")():  # its encoders take no level: the codec's default
+        return bytes(getattr(kcodec, f"{name}_encode")(bytes(data)))
     raise ConfigError(f"{name} compression needs `pip install {CODEC_PACKAGES[codec]}`")
 
 

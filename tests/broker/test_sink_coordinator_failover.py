@@ -93,6 +93,24 @@ def _move(kafka3: KafkaCluster, h: Harness, tid: str, victim: int, how: str) -> 
     assert _coordinator(h, tid) != victim, "the coordinator did not move"
 
 
+def _commit_losing_answers(kafka3: KafkaCluster, h: Harness, handoffs: list, faults,
+                           tmp_path: Path) -> tuple[int, Committing]:
+    """Commit batch 0 while the coordinator of the first transaction dies: the driver is
+    held after EndTxn answered, the node is killed, and the answers never reach the driver
+    (its connection drops). Returns the killed node and the finished commit."""
+    victim = _coordinator(h, handoffs[0].transactional_id)
+    gate = tmp_path / "gate"
+    faults(f"endtxn.commit.answered=block:{gate}@{tmp_path / 'once1'},"
+           f"endtxn.commit.answered=drop@{tmp_path / 'once2'}")
+    committing = Committing(h, 0, handoffs)
+    await_path(gate.with_suffix(".started"), 60)
+    kafka3.stop_node(victim, kill=True)
+    gate.with_suffix(".release").touch()
+    committing.join()
+    faults("")
+    return victim, committing
+
+
 @pytest.mark.parametrize(("how", "point", "which"), [
     ("kill", "commit.after_decision", 0),
     ("kill", "commit.between_endtxn", 1),
@@ -132,16 +150,7 @@ def test_commit_answer_lost_as_coordinator_dies_is_not_replayed(kafka3, sink: Ha
     committed the same rows again: every record twice. Now the outcome is unknown, the
     driver asks the next coordinator, which answers NONE for the completed commit."""
     handoffs = [sink.task(p, vals(f"lost-answer{p}")) for p in range(2)]
-    victim = _coordinator(sink, handoffs[0].transactional_id)
-    gate = tmp_path / "gate"
-    faults(f"endtxn.commit.answered=block:{gate}@{tmp_path / 'once1'},"
-           f"endtxn.commit.answered=drop@{tmp_path / 'once2'}")
-    committing = Committing(sink, 0, handoffs)
-    await_path(gate.with_suffix(".started"), 60)
-    kafka3.stop_node(victim, kill=True)
-    gate.with_suffix(".release").touch()
-    committing.join()
-    faults("")
+    victim, committing = _commit_losing_answers(kafka3, sink, handoffs, faults, tmp_path)
     assert committing.errors == []
     decision = sink.log.get(0)
     assert decision is not None and decision.done and not decision.lost
@@ -164,16 +173,7 @@ def test_unknown_outcome_keeps_the_decision_and_restart_rolls_forward(
     short.driver.commit_deadline_s = 3.0
     short.driver.prepare(new_run=True)
     handoffs = [short.task(p, vals(f"unknown{p}")) for p in range(2)]
-    victim = _coordinator(short, handoffs[0].transactional_id)
-    gate = tmp_path / "gate"
-    faults(f"endtxn.commit.answered=block:{gate}@{tmp_path / 'once1'},"
-           f"endtxn.commit.answered=drop@{tmp_path / 'once2'}")
-    committing = Committing(short, 0, handoffs)
-    await_path(gate.with_suffix(".started"), 60)
-    kafka3.stop_node(victim, kill=True)
-    gate.with_suffix(".release").touch()
-    committing.join()
-    faults("")
+    victim, committing = _commit_losing_answers(kafka3, short, handoffs, faults, tmp_path)
     assert len(committing.errors) == 1
     assert "EOSKAFKA_TRANSACTION_OUTCOME_UNKNOWN" in str(committing.errors[0])
     assert not isinstance(committing.errors[0], TransactionLostError)

@@ -26,6 +26,7 @@ next fault: one fault at a time, as an operator would run a cluster.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kafka.protocol.metadata import MetadataRequest
@@ -138,6 +139,23 @@ class KafkaChaos(Chaos):
             self.pipeline.ensure_running()
             time.sleep(0.5)
 
+    def _kill_held(self, aimed: str | None,
+                   node_of: Callable[[], int]) -> tuple[int, bool | None]:
+        """``kill -9`` the node ``node_of()`` names while the driver or a task is held at the
+        fault point ``aimed`` (None: at once), then let it go. Returns the node and whether
+        the hold landed (None when not aimed)."""
+        base, landed = None, None
+        if aimed is not None:
+            base, _ = self._arm(aimed, "block")
+            landed = self._wait_blocked(base) is not None
+        try:
+            node = node_of()
+            self.kafka.stop_node(node, kill=True)
+        finally:
+            if base is not None:
+                self._disarm(base)
+        return node, landed
+
     def _bounce(self, node: int, down: float) -> float:
         """Node ``node`` (already killed) stays down ``down`` s, starts, catches up."""
         time.sleep(down)
@@ -154,20 +172,11 @@ class KafkaChaos(Chaos):
         moment = self._moments[turn]
         self._coordinator_kills += 1
         aimed = None if moment == "random" else moment
-        base, landed, where = None, None, "a random moment"
-        if aimed is not None:
-            base, _ = self._arm(aimed, "block")
-            landed = self._wait_blocked(base) is not None
-            where = f"the driver held at {aimed}" if landed else "a random moment"
         down = round(self.rng.uniform(1, 6), 2)
-        try:
-            tid = self.rng.choice(self._sink_ids())
-            node = int(self._with_wire(f"coordinator of {tid}",
-                                       lambda w: find_coordinator(w, tid)))
-            self.kafka.stop_node(node, kill=True)
-        finally:
-            if base is not None:
-                self._disarm(base)
+        tid = self.rng.choice(self._sink_ids())
+        node, landed = self._kill_held(aimed, lambda: int(self._with_wire(
+            f"coordinator of {tid}", lambda w: find_coordinator(w, tid))))
+        where = f"the driver held at {aimed}" if landed else "a random moment"
         self.log.add("coordinator_kill", f"node {node}, transaction coordinator of sink id "
                      f"{tid}, SIGKILLed at {where}; down {down}s", aimed, landed)
         caught_up = self._bounce(node, down)
@@ -178,20 +187,12 @@ class KafkaChaos(Chaos):
         partitions = (self.cfg["input_partitions"] if topic == self.cfg["input"]
                       else self.cfg["output_partitions"])
         partition = self.rng.randrange(partitions)
-        base, aimed, landed, where = None, None, None, "a random moment"
+        aimed = None
         if topic == self.cfg["output"] and self.rng.random() < 0.5:
             aimed = "write.after_batch"  # a task between two Produce batches
-            base, _ = self._arm(aimed, "block")
-            landed = self._wait_blocked(base) is not None
-            if landed:
-                where = "a task held between two Produce batches"
         down = round(self.rng.uniform(0, 5), 2)
-        try:
-            node = self._leader(topic, partition)
-            self.kafka.stop_node(node, kill=True)
-        finally:
-            if base is not None:
-                self._disarm(base)
+        node, landed = self._kill_held(aimed, lambda: self._leader(topic, partition))
+        where = "a task held between two Produce batches" if landed else "a random moment"
         self.log.add("leader_kill", f"node {node}, leader of {topic}-{partition}, SIGKILLed "
                      f"at {where}; down {down}s", aimed, landed)
         self._bounce(node, down)

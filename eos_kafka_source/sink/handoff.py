@@ -35,6 +35,17 @@ class TxnHandoff(WriterCommitMessage):
     batch_id: int | None = None
     #: Which query (checkpoint fingerprint) produced it; a hand-off from another query is refused.
     owner: str = ""
+    #: The lineage the hand-off belongs to: Spark's query id for a streaming write (stable
+    #: across restarts, new after a checkpoint reset), the per-write id of a batch write.
+    #: Decisions are keyed by it and the batch id together (DESIGN.md invariant 8).
+    lineage: str = ""
+    #: ((topic, partition, first offset), ...): where the transaction's first record landed
+    #: in each partition, so its outcome can be read from the log (invariant 9): the
+    #: producer's first control marker at or after it is COMMIT or ABORT.
+    first_offsets: tuple[tuple[str, int, int], ...] = ()
+    #: Order-independent digest of every record the task wrote (hex; "" when not computed):
+    #: a replay's transaction replaces a lost one only when the digests match (invariant 10).
+    digest: str = ""
     #: Set by the at-least-once mode: the records are already visible, nothing to commit.
     delivery: str = "exactly_once"
     extra: dict[str, Any] = field(default_factory=dict)
@@ -52,6 +63,7 @@ class TxnHandoff(WriterCommitMessage):
         # 16 of a 64-task commit's ~130 ms (benchmarks/versus.py commit profile).
         data = {name: getattr(self, name) for name in _FIELDS}
         data["partitions"] = [list(p) for p in self.partitions]
+        data["first_offsets"] = [list(p) for p in self.first_offsets]
         data["extra"] = copy.deepcopy(self.extra) if self.extra else {}
         return data
 
@@ -59,6 +71,7 @@ class TxnHandoff(WriterCommitMessage):
     def from_json(cls, data: dict[str, Any]) -> TxnHandoff:
         data = dict(data)
         data["partitions"] = tuple(tuple(p) for p in data.get("partitions", ()))
+        data["first_offsets"] = tuple(tuple(p) for p in data.get("first_offsets", ()))
         return cls(**data)
 
 

@@ -126,6 +126,20 @@ class TransactionOutcomeUnknownError(EosKafkaError):
     condition = "EOSKAFKA_TRANSACTION_OUTCOME_UNKNOWN"
 
 
+class DecisionLogConflictError(EosKafkaError):
+    """The decision log belongs to another query, or another driver wrote the same decision
+    (DESIGN.md invariant 8: a decision belongs to one query, not to a batch id)."""
+
+    condition = "EOSKAFKA_DECISION_LOG_CONFLICT"
+
+
+class PreviousWriteCompletedError(EosKafkaError):
+    """A batch write found an earlier write, interrupted after its commit decision, and
+    finished it: the write the user is starting may be its rerun (said once)."""
+
+    condition = "EOSKAFKA_PREVIOUS_WRITE_COMPLETED"
+
+
 class IdPrefixClashError(EosKafkaError):
     """Two queries would share one transactional-id prefix."""
 

@@ -16,7 +16,7 @@ from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.sink.decision_log import DecisionLog
 from eos_kafka_source.sink.driver import DriverProtocol
 from eos_kafka_source.sink.handoff import TxnHandoff
-from eos_kafka_source.sink.naming import TransactionalIdFactory
+from eos_kafka_source.sink.naming import TransactionalIdFactory, fingerprint
 from eos_kafka_source.sink.task_writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
 from tests.oracle import committed_view
@@ -26,14 +26,19 @@ class Harness:
     """A sink for one topic: tasks write, the driver commits; all against the broker."""
 
     def __init__(self, bootstrap: str, topic: str, prefix: str, log_dir: Path | str | None,
-                 claim: bool = False, timeout_ms: int = 60000) -> None:
+                 claim: bool = False, timeout_ms: int = 60000, *,
+                 checkpoint: Path | str | None = None, lineage: str = "query-0") -> None:
+        """``checkpoint``: the query's checkpoint location (default: ``log_dir``, the
+        decision log beside it); ``lineage``: Spark's query id (new after a reset)."""
         self.cfg = ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap})
         self.bootstrap, self.topic, self.timeout_ms = bootstrap, topic, timeout_ms
         self.ids = TransactionalIdFactory(prefix)
-        self.log = DecisionLog(str(log_dir)) if log_dir else None
+        self.lineage = lineage
+        self.log = DecisionLog(str(log_dir), lineage) if log_dir else None
         self.driver = DriverProtocol(
-            self.ids, self.log, self.wire, owner=str(log_dir), transaction_timeout_ms=timeout_ms,
-            claim_topic=topic if claim else None,
+            self.ids, self.log, self.wire, owner=fingerprint(str(checkpoint or log_dir)),
+            transaction_timeout_ms=timeout_ms, claim_topic=topic if claim else None,
+            lineage=lineage,
         )
 
     def wire(self) -> KafkaWire:
@@ -48,7 +53,7 @@ class Harness:
     def open_task(self, wire: KafkaWire, partition: int) -> TaskWriter:
         writer = TaskWriter(wire, transactional_id=self.ids.for_task(partition), topic=self.topic,
                             transaction_timeout_ms=self.timeout_ms, batch_records=50,
-                            context={"task_partition": partition})
+                            context={"task_partition": partition, "lineage": self.lineage})
         writer.open()
         return writer
 

@@ -1,54 +1,99 @@
 """Invariant 7: two queries never share a transactional-id prefix.
 
-A prefix derived from the checkpoint location is distinct per query by
-construction. A user-chosen prefix is claimed on the broker: the owning
-query's fingerprint is stored as offset metadata of group
-``eoskafka-claim.<prefix>`` on partition 0 of the sink topic (in the offset
-itself, as Tansu drops offset metadata; in the metadata too); another query
-finding a different owner there is refused.
-Runs on: the driver's planning worker.
+Every prefix a streaming sink uses, derived or chosen, is claimed on the broker: group
+``eoskafka-claim.<prefix>`` commits, on partition 0 of the sink topic, an offset that
+fingerprints the owning checkpoint (the offset itself: Tansu drops offset metadata) and
+metadata naming the owning query id and the ids it replaced. A query at another
+checkpoint is refused. A new query id at the same checkpoint is a reset checkpoint and
+takes the claim over; the query it replaced is then refused, so two deployments with the
+same checkpoint path (prod and DR, ``/tmp/ckpt`` on two clusters) stop loudly instead of
+fencing each other's transactions back and forth.
+
+Batch writes mark an aborted write per write id (``eoskafka-aborted.<prefix>.<write id>``):
+a late task of that write finds it and writes nothing; later writes with the same prefix
+are not affected.
+Runs on: the driver's planning worker (claims, marks), executors (checking a mark).
 """
 
 from __future__ import annotations
+
+import hashlib
+import json
 
 from ..errors import IdPrefixClashError
 from ..wire import KafkaWire
 from ..wire.groups import commit_offset, fetch_offset
 
+_KEEP_REPLACED = 10  # replaced query ids remembered in the claim (metadata stays small)
 
-def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str) -> None:
-    """Register ``owner`` for ``prefix``, or raise if another query holds it."""
+
+def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
+                 lineage: str | None = None) -> None:
+    """Register checkpoint ``owner`` (and query ``lineage``) for ``prefix``, or raise."""
     group = f"eoskafka-claim.{prefix}"
     current = fetch_offset(wire, group, topic, 0)
     token = _token(owner)
-    holder = None if current is None else current[1] or f"#{current[0]}"
-    if current is not None and current[0] != token:
+    if current is None:
+        commit_offset(wire, group, topic, 0, token, _metadata(owner, lineage, []))
+        return
+    offset, metadata = current
+    held = _parse(metadata)
+    if offset != token:
+        holder = held.get("c") or metadata or f"#{offset}"
         raise IdPrefixClashError(
             f"transactionalIdPrefix {prefix!r} is already used by another query (checkpoint "
             f"fingerprint {holder}, this query is {owner}); two queries sharing transactional "
             "ids would fence and abort each other's transactions. Give each query its own "
             f"prefix, or, if the other query is gone for good, delete consumer group {group!r}"
         )
-    if current is None:
-        commit_offset(wire, group, topic, 0, token, owner)
+    holder_query = held.get("q")
+    if not lineage or not holder_query or holder_query == lineage:
+        return  # the same query (or a broker that keeps no metadata: Tansu)
+    replaced = list(held.get("r", ()))
+    if lineage in replaced:
+        raise IdPrefixClashError(
+            f"transactionalIdPrefix {prefix!r} was taken over by query {holder_query} at the "
+            f"same checkpoint path (this query is {lineage}): the checkpoint was reset, or "
+            "two deployments (say prod and DR) use the same checkpoint path and prefix. "
+            "This query stops so they cannot fence each other; give each deployment its own "
+            "checkpointLocation or transactionalIdPrefix.")
+    commit_offset(wire, group, topic, 0, token,
+                  _metadata(owner, lineage, [*replaced, holder_query][-_KEEP_REPLACED:]))
+
+
+def _metadata(owner: str, lineage: str | None, replaced: list[str]) -> str:
+    if not lineage:
+        return owner
+    return json.dumps({"c": owner, "q": lineage, "r": replaced}, separators=(",", ":"))
+
+
+def _parse(metadata: str | None) -> dict:
+    if not metadata or not metadata.startswith("{"):
+        return {"c": metadata} if metadata else {}
+    try:
+        return json.loads(metadata)
+    except ValueError:
+        return {}
 
 
 def _token(owner: str) -> int:
     """The owner's fingerprint as a non-negative int64 (what an offset can hold)."""
-    import hashlib
-
     return int(hashlib.sha256(owner.encode()).hexdigest()[:15], 16)
 
 
-def mark_write_aborted(wire: KafkaWire, prefix: str, topic: str) -> None:
-    """Record on the broker that the batch write using ``prefix`` was aborted.
+def _aborted_group(prefix: str, write_id: str) -> str:
+    return f"eoskafka-aborted.{prefix}.{write_id}"
+
+
+def mark_write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> None:
+    """Record on the broker that batch write ``write_id`` (using ``prefix``) was aborted.
 
     Written before the driver fences the write's ids: a task that initialises its
     id after that fence then finds the mark and aborts its own transaction, so a
     task Spark launched just before the job failed cannot leave one open.
     """
-    commit_offset(wire, f"eoskafka-aborted.{prefix}", topic, 0, 1, "aborted")
+    commit_offset(wire, _aborted_group(prefix, write_id), topic, 0, 1, "aborted")
 
 
-def write_aborted(wire: KafkaWire, prefix: str, topic: str) -> bool:
-    return fetch_offset(wire, f"eoskafka-aborted.{prefix}", topic, 0) is not None
+def write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> bool:
+    return fetch_offset(wire, _aborted_group(prefix, write_id), topic, 0) is not None

@@ -1,23 +1,28 @@
-"""The durable decision log beside the query's checkpoint.
+"""The durable decision log beside the query's checkpoint (or at ``decisionLogLocation``).
 
-Committing N Kafka transactions is not atomic, so the driver writes its
-decision (batch id + every hand-off) here before the first EndTxn and marks it
-done after the last; a restarted driver rolls a decided-but-unfinished batch
-forward. Lives at ``<checkpointLocation>/eoskafka`` through pyarrow's
-filesystems, so HDFS, S3, GCS and ABFS checkpoints work as local ones do.
+Committing N Kafka transactions is not atomic, so the driver records its decision (batch
+id + every hand-off) here before the first EndTxn and marks it done after the last; a
+restarted driver rolls a decided-but-unfinished batch forward. Lives at
+``<location>/eoskafka`` through pyarrow's filesystems, so HDFS, S3, GCS and ABFS work as
+local directories do. What each decision file means: :mod:`.decision_states`.
 
-Layout (each file written once, atomically via write-then-rename):
-``decisions/<batch>.json`` the decision; ``decisions/<batch>.done`` its
-completion (with any lost hand-offs); ``decisions/<batch>.recovery`` a replay's
-hand-offs that rewrite lost task partitions; ``pool.json`` the size of the
-transactional-id pool and the epochs the driver fenced ids to; ``planned.json`` when
-the last batch was prepared.
+Layout: ``decisions/<lineage>/<batch>.{json,done,recovery}`` (one directory per query
+lineage or batch write; files of logs written before lineages existed sit directly in
+``decisions/`` and belong to the lineage that first opened the log, ``lineage.json``'s
+``legacy``); ``lineage.json`` which streaming query the log serves and which it replaced
+after checkpoint resets; ``pool.json`` the transactional-id pool and the epochs the
+driver fenced ids to; ``planned.json`` when the last batch was prepared.
+
+Writes are write-then-rename, fsync'ed on local disks. A decision and a recovery are
+created only if absent (two drivers cannot both decide one batch: the second fails).
 Runs on: the driver only (planning and commit workers).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -25,9 +30,14 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from ..errors import DecisionLogConflictError
+from .decision_states import UNFINISHED, State
 from .handoff import TxnHandoff
 
-_KEEP_DONE = 100  # decisions kept for inspection (eoskafka txns); older ones are pruned
+_KEEP_DONE = 100  # finished decisions kept per lineage for inspection (eoskafka txns)
+_KEEP_LINEAGES = 100  # finished other lineages (older queries, batch writes) kept
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+_SUFFIXES = (".json", ".done", ".recovery")
 
 
 @dataclass(frozen=True)
@@ -39,11 +49,24 @@ class Decision:
     decided_at: float = 0.0
     #: When the batch was marked done (epoch seconds); None while it is undone.
     done_at: float | None = None
-    #: Decided hand-offs that could not be committed (fenced mid-commit): a replay of the
-    #: batch may rewrite their task partitions (see DriverProtocol._replayed).
+    #: Decided hand-offs the log shows aborted: a replay may rewrite them (LOST state).
     lost_handoffs: tuple[TxnHandoff, ...] = ()
     #: A replay's hand-offs chosen to replace the lost ones, recorded before their EndTxn.
     recovery: tuple[TxnHandoff, ...] | None = None
+    lineage: str = ""
+
+    @property
+    def state(self) -> State:
+        if self.recovery is not None:
+            return State.RECOVERING
+        if not self.done:
+            return State.DECIDED
+        return State.LOST if self.lost_handoffs else State.DONE
+
+    @property
+    def committing(self) -> tuple[TxnHandoff, ...]:
+        """Every transaction this decision still stands for: decided and recovery ones."""
+        return (*self.handoffs, *(self.recovery or ()))
 
 
 @dataclass
@@ -53,84 +76,140 @@ class PoolState:
     fenced_epochs: dict[str, int] = field(default_factory=dict)
     prefix: str = ""
     owner: str = ""
-    #: False after an abort: a stopped task may still open a transaction later.
+    #: False after an abort or an unfinished clean-up: ids may hold open transactions.
     clean: bool = False
     #: transactional id -> producer id it had when fenced (an epoch compares only within it).
     fenced_producers: dict[str, int] = field(default_factory=dict)
 
 
 class DecisionLog:
-    """Decisions and pool state of one query's sink, in a directory."""
+    """Decisions and pool state of one query's sink, in a directory.
 
-    def __init__(self, location: str) -> None:
+    ``lineage`` selects whose decisions :meth:`get`, :meth:`decide`… read and write; None
+    means the streaming query the log currently serves (``lineage.json``), which is what
+    the CLI shows.
+    """
+
+    def __init__(self, location: str, lineage: str | None = None) -> None:
         self.location = location.rstrip("/") + "/eoskafka"
         self.fs, self.root = pafs.FileSystem.from_uri(_as_uri(self.location))
+        self.local = isinstance(self.fs, pafs.LocalFileSystem)
         self.fs.create_dir(f"{self.root}/decisions", recursive=True)
+        self._lineage = lineage
+        self._dir_cache: str | None = None
 
-    # -- files ---------------------------------------------------------------------------------
+    @property
+    def lineage(self) -> str:
+        if self._lineage is None:
+            self._lineage = (self._read("lineage.json") or {}).get("current", "")
+        return self._lineage
 
-    def _path(self, name: str) -> str:
-        return f"{self.root}/{name}"
+    def for_lineage(self, lineage: str) -> DecisionLog:
+        """The same log, reading and writing ``lineage``'s decisions."""
+        view = object.__new__(DecisionLog)
+        view.__dict__.update(self.__dict__)
+        view._lineage = lineage
+        view._dir_cache = None
+        return view
 
-    def _write(self, name: str, payload: dict[str, Any]) -> None:
-        final = self._path(name)
-        tmp = f"{final}.{uuid.uuid4().hex}.tmp"
-        with self.fs.open_output_stream(tmp) as out:
-            out.write(json.dumps(payload, sort_keys=True).encode())
-        self.fs.move(tmp, final)
+    # -- which query the log serves (invariant 8) ----------------------------------------------
 
-    def _read(self, name: str) -> dict[str, Any] | None:
-        try:
-            with self.fs.open_input_stream(self._path(name)) as src:
-                return json.loads(src.read())
-        except FileNotFoundError:
+    def bind(self, lineage: str, checkpoint: str) -> str | None:
+        """Make sure this log serves streaming query ``lineage`` at ``checkpoint`` (a
+        fingerprint of its checkpoint location); returns the lineage it replaced, if any.
+
+        A new query id at the same checkpoint is a reset checkpoint: it becomes the log's
+        query (its batch ids start again without meeting the old decisions). A query the
+        log has replaced, or a query at another checkpoint, is refused: two deployments on
+        one log would take each other's batches for replays.
+        """
+        info = self._read("lineage.json")
+        if info is None:
+            legacy = lineage if self._has_legacy() else None
+            self._write("lineage.json", {"current": lineage, "checkpoint": checkpoint,
+                                         "superseded": [], "legacy": legacy,
+                                         "since": time.time()})
+            self._lineage, self._dir_cache = lineage, None
             return None
+        current, owner = info.get("current", ""), info.get("checkpoint", "")
+        if current == lineage and owner == checkpoint:
+            return None
+        where = f"decision log {self.location}"
+        if lineage in info.get("superseded", ()):
+            raise DecisionLogConflictError(
+                f"this query (id {lineage}) was superseded in {where} by query {current} "
+                f"(started {_when(info.get('since'))} on the same checkpoint path): its "
+                "checkpoint was reset, or two deployments share the checkpoint path and "
+                "decisionLogLocation. This query stops here so the two cannot take each "
+                "other's batches; give each deployment its own checkpointLocation and "
+                "decisionLogLocation (and transactionalIdPrefix), or stop this one.")
+        if owner != checkpoint:
+            raise DecisionLogConflictError(
+                f"{where} belongs to query {current} (checkpoint fingerprint {owner}); this "
+                f"query {lineage} has checkpoint fingerprint {checkpoint}. Two queries "
+                "sharing one decision log would take each other's batches for replays: "
+                "give this query its own decisionLogLocation (or delete the log's eoskafka "
+                "directory if that query is gone for good and none of its batches is "
+                "undone: `eoskafka txns --checkpoint` shows them).")
+        superseded = [*info.get("superseded", ()), current][-20:]
+        self._write("lineage.json", {**info, "current": lineage, "superseded": superseded,
+                                     "since": time.time()})
+        self._lineage, self._dir_cache = lineage, None
+        return current
 
-    def _exists(self, name: str) -> bool:
-        info = self.fs.get_file_info(self._path(name))
-        return info.type != pafs.FileType.NotFound
+    def _has_legacy(self) -> bool:
+        return any(i.type == pafs.FileType.File for i in self._list("decisions"))
 
-    # -- decisions -----------------------------------------------------------------------------
+    def _dir(self) -> str:
+        """The selected lineage's directory: ``decisions/<lineage>``, or ``decisions``
+        itself for decisions without a lineage (logs from before lineages existed, and the
+        lineage that adopted them: ``lineage.json``'s ``legacy``)."""
+        if self._dir_cache is None:
+            lineage = self.lineage
+            legacy = (self._read("lineage.json") or {}).get("legacy") if lineage else None
+            flat = not lineage or lineage == legacy
+            self._dir_cache = "decisions" if flat else f"decisions/{_SAFE.sub('_', lineage)}"
+        return self._dir_cache
+
+    def _name(self, batch_id: int, suffix: str) -> str:
+        return f"{self._dir()}/{batch_id:020d}{suffix}"
+
+    # -- decisions of the selected lineage -----------------------------------------------------
 
     def decide(self, batch_id: int, handoffs: list[TxnHandoff]) -> None:
-        """Record the commit decision; must be durable before the first EndTxn."""
-        self._write(
-            f"decisions/{batch_id:020d}.json",
-            {"batch_id": batch_id, "decided_at": time.time(),
-             "handoffs": [h.to_json() for h in handoffs]},
-        )
+        """Record the commit decision; durable before the first EndTxn, created only once."""
+        self._create(self._name(batch_id, ".json"), {
+            "batch_id": batch_id, "decided_at": time.time(), "lineage": self.lineage,
+            "handoffs": [h.to_json() for h in handoffs]})
 
     def mark_done(self, batch_id: int, lost: list[str] | None = None,
                   lost_handoffs: list[TxnHandoff] | None = None) -> None:
-        self._write(f"decisions/{batch_id:020d}.done", {
+        self._write(self._name(batch_id, ".done"), {
             "batch_id": batch_id, "lost": lost or [], "done_at": time.time(),
             "lost_handoffs": [h.to_json() for h in lost_handoffs or []]})
 
     def record_recovery(self, batch_id: int, handoffs: list[TxnHandoff]) -> None:
         """A replay's hand-offs that replace lost ones; durable before their first EndTxn."""
-        self._write(f"decisions/{batch_id:020d}.recovery",
-                    {"batch_id": batch_id, "handoffs": [h.to_json() for h in handoffs]})
+        self._create(self._name(batch_id, ".recovery"),
+                     {"batch_id": batch_id, "handoffs": [h.to_json() for h in handoffs]})
 
     def clear_recovery(self, batch_id: int) -> None:
-        try:
-            self.fs.delete_file(self._path(f"decisions/{batch_id:020d}.recovery"))
-        except FileNotFoundError:
-            pass
+        self._delete(self._name(batch_id, ".recovery"))
 
     def void(self, batch_id: int) -> None:
         """Withdraw a decision none of whose transactions committed (the batch will replay)."""
-        for suffix in (".json", ".done", ".recovery"):
-            try:
-                self.fs.delete_file(self._path(f"decisions/{batch_id:020d}{suffix}"))
-            except FileNotFoundError:
-                pass
+        for suffix in _SUFFIXES:
+            self._delete(self._name(batch_id, suffix))
 
     def get(self, batch_id: int) -> Decision | None:
-        data = self._read(f"decisions/{batch_id:020d}.json")
+        return self._decision(self._dir(), batch_id)
+
+    def _decision(self, directory: str, batch_id: int) -> Decision | None:
+        data = self._read(f"{directory}/{batch_id:020d}.json")
         if data is None:
             return None
-        done = self._read(f"decisions/{batch_id:020d}.done")
-        recovery = self._read(f"decisions/{batch_id:020d}.recovery")
+        done = self._read(f"{directory}/{batch_id:020d}.done")
+        recovery = self._read(f"{directory}/{batch_id:020d}.recovery")
         return Decision(
             batch_id,
             tuple(TxnHandoff.from_json(h) for h in data["handoffs"]),
@@ -141,32 +220,62 @@ class DecisionLog:
             tuple(TxnHandoff.from_json(h) for h in (done or {}).get("lost_handoffs", ())),
             None if recovery is None
             else tuple(TxnHandoff.from_json(h) for h in recovery["handoffs"]),
+            data.get("lineage", self.lineage),
         )
 
     def batch_ids(self) -> list[int]:
-        selector = pafs.FileSelector(f"{self.root}/decisions", allow_not_found=True)
-        ids = set()
-        for info in self.fs.get_file_info(selector):
-            name = info.base_name
-            if name.endswith(".json") and name[:-5].isdigit():
-                ids.add(int(name[:-5]))
-        return sorted(ids)
+        return sorted(self._scan().get(self._dir(), {}))
 
-    def undone(self) -> list[Decision]:
-        """Decided batches whose transactions may not all be committed yet."""
-        out = []
-        for batch_id in self.batch_ids():
-            if not self._exists(f"decisions/{batch_id:020d}.done"):
-                decision = self.get(batch_id)
-                if decision is not None:
-                    out.append(decision)
+    # -- every lineage -------------------------------------------------------------------------
+
+    def _scan(self) -> dict[str, dict[int, set[str]]]:
+        """One recursive listing: directory -> batch id -> suffixes present (no HEADs)."""
+        out: dict[str, dict[int, set[str]]] = {}
+        base = f"{self.root}/"
+        for info in self._list("decisions", recursive=True):
+            if info.type != pafs.FileType.File:
+                continue
+            rel = info.path[len(base):] if info.path.startswith(base) else info.path
+            directory, _, name = rel.rpartition("/")
+            stem, dot, suffix = name.partition(".")
+            if stem.isdigit() and f"{dot}{suffix}" in _SUFFIXES:
+                out.setdefault(directory, {}).setdefault(int(stem), set()).add(f".{suffix}")
         return out
 
+    def unfinished(self) -> list[Decision]:
+        """Decided batches of any lineage whose transactions may not all be committed yet
+        (DECIDED, RECOVERING): what must be rolled forward before any task starts."""
+        out = []
+        for directory, batches in sorted(self._scan().items()):
+            for batch_id, present in sorted(batches.items()):
+                if ".json" in present and (".done" not in present or ".recovery" in present):
+                    decision = self._decision(directory, batch_id)
+                    if decision is not None and decision.state in UNFINISHED:
+                        out.append(decision)
+        return out
+
+    undone = unfinished  # the name the CLI and older callers use
+
     def prune(self) -> None:
-        ids = self.batch_ids()
-        for batch_id in ids[:-_KEEP_DONE]:
-            if self._exists(f"decisions/{batch_id:020d}.done"):
-                self.void(batch_id)
+        """Drop old finished decisions: the newest ``_KEEP_DONE`` of this lineage and those
+        of the newest ``_KEEP_LINEAGES`` other lineages stay (growth stays bounded)."""
+        scan = self._scan()
+        mine = self._dir()
+        for batch_id in sorted(scan.get(mine, {}))[:-_KEEP_DONE]:
+            if scan[mine][batch_id] == {".json", ".done"}:
+                self._void_in(mine, batch_id)
+        others = [d for d, batches in scan.items() if d != mine and d != "decisions"
+                  and all(p == {".json", ".done"} for p in batches.values())]
+        if len(others) > _KEEP_LINEAGES:
+            by_age = sorted(others, key=lambda d: max(scan[d]))  # oldest batch ids first
+            for directory in by_age[:-_KEEP_LINEAGES]:
+                for batch_id in scan[directory]:
+                    self._void_in(directory, batch_id)
+                self._delete_dir(directory)
+
+    def _void_in(self, directory: str, batch_id: int) -> None:
+        for suffix in _SUFFIXES:
+            self._delete(f"{directory}/{batch_id:020d}{suffix}")
 
     def mark_planned(self) -> None:
         """When the driver last prepared a batch (its tasks start after): a batch older
@@ -174,13 +283,13 @@ class DecisionLog:
         self._write("planned.json", {"planned_at": time.time()})
 
     def planned_at(self) -> float | None:
-        data = self._read("planned.json")
+        data = self._read("planned.json", recover=True)
         return None if data is None else float(data["planned_at"])
 
     # -- pool ----------------------------------------------------------------------------------
 
     def pool(self) -> PoolState:
-        data = self._read("pool.json") or {}
+        data = self._read("pool.json", recover=True) or {}
         return PoolState(
             int(data.get("size", 0)), dict(data.get("fenced_epochs", {})),
             data.get("prefix", ""), data.get("owner", ""), bool(data.get("clean", False)),
@@ -193,10 +302,119 @@ class DecisionLog:
                                   "clean": state.clean,
                                   "fenced_producers": state.fenced_producers})
 
+    # -- files ---------------------------------------------------------------------------------
+
+    def _path(self, name: str) -> str:
+        return f"{self.root}/{name}"
+
+    def _write(self, name: str, payload: dict[str, Any]) -> None:
+        """Replace ``name`` atomically (write, fsync, rename; fsync the directory)."""
+        final = self._path(name)
+        tmp = f"{final}.{uuid.uuid4().hex}.tmp"
+        data = json.dumps(payload, sort_keys=True).encode()
+        if self.local:
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            _write_synced(tmp, data)
+            os.replace(tmp, final)
+            _sync_dir(os.path.dirname(final))
+            return
+        self.fs.create_dir(final.rpartition("/")[0], recursive=True)
+        with self.fs.open_output_stream(tmp) as out:
+            out.write(data)
+        self.fs.move(tmp, final)  # HDFS: delete-then-rename; _read(recover=True) covers it
+
+    def _create(self, name: str, payload: dict[str, Any]) -> None:
+        """Create ``name`` only if it does not exist (atomic on local disks: link(2))."""
+        final = self._path(name)
+        data = json.dumps(payload, sort_keys=True).encode()
+        conflict = DecisionLogConflictError(
+            f"{name} already exists in {self.location}: another driver already decided "
+            "this batch (two drivers on one checkpoint, or two queries on one "
+            "decisionLogLocation). Stop the other query; each query needs its own "
+            "checkpoint and decision log.")
+        if self.local:
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            tmp = f"{final}.{uuid.uuid4().hex}.tmp"
+            _write_synced(tmp, data)
+            try:
+                os.link(tmp, final)
+            except FileExistsError:
+                raise conflict from None
+            finally:
+                os.unlink(tmp)
+            _sync_dir(os.path.dirname(final))
+            return
+        if self._exists(name):  # object stores: check, then write (no conditional put here)
+            raise conflict
+        self._write(name, payload)
+
+    def _read(self, name: str, *, recover: bool = False) -> dict[str, Any] | None:
+        try:
+            with self.fs.open_input_stream(self._path(name)) as src:
+                return json.loads(src.read())
+        except FileNotFoundError:
+            return self._recover(name) if recover else None
+
+    def _recover(self, name: str) -> dict[str, Any] | None:
+        """A replaced file caught between delete and rename (HDFS): its complete new copy."""
+        directory, _, base = name.rpartition("/")
+        newest: tuple[float, dict[str, Any]] | None = None
+        for info in self._list(directory):
+            if info.base_name.startswith(base + ".") and info.base_name.endswith(".tmp"):
+                try:
+                    with self.fs.open_input_stream(info.path) as src:
+                        data = json.loads(src.read())
+                except (OSError, ValueError):
+                    continue  # a write that did not finish
+                stamp = info.mtime.timestamp() if info.mtime else 0.0
+                if newest is None or stamp > newest[0]:
+                    newest = (stamp, data)
+        return None if newest is None else newest[1]
+
+    def _exists(self, name: str) -> bool:
+        return self.fs.get_file_info(self._path(name)).type != pafs.FileType.NotFound
+
+    def _list(self, directory: str, recursive: bool = False) -> list[pafs.FileInfo]:
+        path = f"{self.root}/{directory}" if directory else self.root
+        selector = pafs.FileSelector(path, allow_not_found=True, recursive=recursive)
+        return self.fs.get_file_info(selector)
+
+    def _delete(self, name: str) -> None:
+        try:
+            self.fs.delete_file(self._path(name))
+        except FileNotFoundError:
+            pass
+
+    def _delete_dir(self, directory: str) -> None:
+        try:
+            self.fs.delete_dir(self._path(directory))
+        except (FileNotFoundError, OSError):
+            pass
+
+
+def _write_synced(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _when(stamp: float | None) -> str:
+    return "at an unknown time" if not stamp else time.strftime(
+        "%Y-%m-%d %H:%M:%S UTC", time.gmtime(stamp))
+
 
 def _as_uri(location: str) -> str:
     if "://" in location:
         return location
-    import os
-
     return "file://" + os.path.abspath(location)

@@ -2,13 +2,17 @@
 
 Spark calls ``streamWriter()`` in two driver-side places (DESIGN.md section 3):
 the planning worker before a batch's tasks start, and a fresh commit/abort
-worker. ``prepare()`` belongs to the first only: it rolls decided batches
+worker. ``prepare()`` belongs to the first only: it rolls unfinished decisions
 forward (invariant 2) and fences the pool when the last batch did not end
 cleanly or this is a new run (invariant 5). ``commit()`` and ``abort()`` run
 in the second and never fence ids of transactions about to be committed.
 
->>> protocol = DriverProtocol(options, wire_factory)      # doctest: +SKIP
->>> protocol.commit(batch_id=7, handoffs=[...])           # doctest: +SKIP
+Every change to a decision is a transition of :mod:`.decision_states`; a decision is
+keyed by the lineage (query id, or batch-write id) and the batch id (invariant 8).
+
+>>> protocol = DriverProtocol(ids, log, wire_factory, owner=fp, lineage=query_id,
+...                           transaction_timeout_ms=60000)      # doctest: +SKIP
+>>> protocol.commit(batch_id=7, handoffs=[...], tasks=2)        # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -17,12 +21,19 @@ import logging
 import time
 from collections.abc import Callable
 
-from ..errors import TimeoutError_, TransactionLostError, TransactionOutcomeUnknownError
+from ..errors import (
+    DecisionLogConflictError,
+    PreviousWriteCompletedError,
+    TimeoutError_,
+    TransactionLostError,
+    TransactionOutcomeUnknownError,
+)
 from ..faults import fault_point
 from ..wire import TXN_PROTOCOL, KafkaWire, ProducerIdentity
 from .claims import claim_prefix
 from .committer import FinishReport, finish, liveness
 from .decision_log import Decision, DecisionLog, PoolState
+from .decision_states import UNFINISHED, Event, State, commit_event, transition
 from .fencing import fence, fence_identities, probe_beyond
 from .handoff import TxnHandoff
 from .naming import TransactionalIdFactory
@@ -35,10 +46,18 @@ log = logging.getLogger(__name__)
 _TIMEOUT_CHECK_SLACK_S = 15.0
 #: Aborts give up sooner: the fencing that follows them aborts whatever is still open.
 _ABORT_DEADLINE_S = 30.0
+#: The batch id a batch write's decision is recorded under (its lineage is the write id).
+BATCH_WRITE = 0
 
 
 class DriverProtocol:
-    """Recovery, commit, abort and fencing for one query's sink."""
+    """Recovery, commit, abort and fencing for one query's (or one batch write's) sink.
+
+    ``owner`` fingerprints the decision log's location (the prefix claim's token),
+    ``checkpoint`` the query's checkpoint location (default ``owner``); ``lineage`` is
+    Spark's query id (None when the driver cannot read it: the tasks' hand-offs carry it)
+    or the batch write's id (``streaming=False``).
+    """
 
     def __init__(
         self,
@@ -48,12 +67,18 @@ class DriverProtocol:
         *,
         owner: str,
         transaction_timeout_ms: int,
+        checkpoint: str | None = None,
         claim_topic: str | None = None,
+        lineage: str | None = None,
+        streaming: bool = True,
     ) -> None:
         self.ids = ids
         self.decisions = decisions
         self.wire_factory = wire_factory
         self.owner = owner
+        self.checkpoint = checkpoint or owner
+        self.lineage = lineage or None
+        self.streaming = streaming
         self.timeout_ms = transaction_timeout_ms
         self.claim_topic = claim_topic
         self.last_report: FinishReport | None = None
@@ -64,48 +89,95 @@ class DriverProtocol:
     # -- planning worker -----------------------------------------------------------------------
 
     def prepare(self, *, new_run: bool) -> None:
-        """Before any task of the next (or replayed) batch: roll forward, then fence if needed."""
+        """Before any task of the next (or replayed) batch: roll forward, then fence if needed.
+
+        For a batch write (``streaming=False``) an earlier write's decision it finishes is
+        reported once, as :class:`PreviousWriteCompletedError`: this write may be its rerun.
+        """
         if self.decisions is None:
             return
         with self.wire_factory() as wire:
+            self._bind()
             if self.claim_topic is not None:
-                claim_prefix(wire, self.ids.prefix, self.owner, self.claim_topic)
-            for decision in self.decisions.undone():
-                # A loss is recorded, not raised: the batch about to run is this one's
-                # replay, whose commit rewrites the lost task partitions or fails LOST.
-                self._roll_forward(wire, decision.batch_id, list(decision.handoffs),
-                                   raise_lost=False)
+                claim_prefix(wire, self.ids.prefix, self.owner, self.claim_topic,
+                             lineage=self.lineage if self.streaming else None)
+            completed = []
+            for decision in self.decisions.unfinished():
+                # A loss is recorded, not raised: the batch about to run may be this one's
+                # replay, whose commit rewrites the lost transactions or fails LOST.
+                state = self._finish(wire, decision, raise_lost=False)
+                if not self.streaming and state is not State.VOID:
+                    completed.append(self._view(decision.lineage).get(decision.batch_id))
             pool = self.decisions.pool()
             if new_run or pool.size == 0 or not pool.clean:
                 self._fence_pool(wire, pool, probe=True)
             self.decisions.mark_planned()
+        if completed:
+            raise _previous_write_completed(self.decisions.location, completed)
 
-    def _roll_forward(self, wire: KafkaWire, batch_id: int, handoffs: list[TxnHandoff], *,
-                      raise_lost: bool = True) -> None:
-        """Finish a recorded decision; unknown outcomes keep it undone (and raise)."""
+    def _bind(self) -> None:
+        """A streaming query's log must be its own (invariant 8; DecisionLog.bind)."""
+        if self.decisions is None or not self.streaming or not self.lineage:
+            return
+        replaced = self.decisions.bind(self.lineage, self.checkpoint)
+        if replaced:
+            log.warning("eoskafka: checkpoint reset: query %s replaces query %s in decision "
+                        "log %s; its batch ids start again", self.lineage, replaced,
+                        self.decisions.location)
+
+    def _view(self, lineage: str) -> DecisionLog:
         assert self.decisions is not None
-        report = finish(wire, handoffs, commit=True, deadline_s=self.commit_deadline_s)
-        if report.unknown:
-            self._raise_unknown(batch_id, report, "rolling it forward")
+        return self.decisions.for_lineage(lineage)
+
+    def _finish(self, wire: KafkaWire, decision: Decision, *, raise_lost: bool) -> State:
+        """Finish an unfinished decision (DECIDED or RECOVERING); returns the state reached.
+        An unknown outcome keeps it as it is and raises."""
+        if decision.state is State.RECOVERING:
+            return self._recover(wire, decision)
+        assert decision.state is State.DECIDED, decision.state
+        report = finish(wire, list(decision.handoffs), commit=True,
+                        deadline_s=self.commit_deadline_s)
+        return self._record(decision.lineage, decision.batch_id, report, raise_lost=raise_lost,
+                            doing="rolling it forward")
+
+    def _record(self, lineage: str, batch_id: int, report: FinishReport, *, raise_lost: bool,
+                doing: str) -> State:
+        """The transition a DECIDED batch takes once its EndTxns have been answered."""
+        decisions = self._view(lineage)
+        event = commit_event(len(report.done), len(report.lost), len(report.unknown))
+        if event is Event.NONE_COMMITTED and report.uncertain:
+            event = Event.SOME_ABORTED  # an earlier unknown outcome: do not void the decision
+        state = transition(State.DECIDED, event)
+        if event is Event.UNKNOWN:
+            self._raise_unknown(batch_id, report, doing)
+        if event is Event.ALL_COMMITTED:
+            fault_point("commit.before_done")
+            decisions.mark_done(batch_id)
+            fault_point("commit.after_done")
+            return state
         lost = report.describe_lost()
-        self.decisions.mark_done(batch_id, lost, [h for h, _ in report.lost])
-        log.warning("eoskafka: rolled batch %s forward: %d transactions committed, %d lost",
-                    batch_id, len(report.done), len(report.lost))
-        if lost:
-            log.error("eoskafka: batch %s: %d decided transaction(s) were aborted before the "
-                      "restarted driver could commit them (down longer than "
-                      "kafka.transaction.timeout.ms=%d?); the replay of the batch rewrites "
-                      "them if it writes the same rows, else fails with "
-                      "EOSKAFKA_TRANSACTION_LOST: %s", batch_id, len(lost), self.timeout_ms,
-                      "; ".join(lost))
-        if lost and raise_lost:
+        if event is Event.NONE_COMMITTED:
+            # Nothing of the batch committed: withdrawing the decision lets it replay as new.
+            decisions.void(batch_id)
+            if raise_lost:
+                self._raise_if_too_long(batch_id, report.lost)
+                raise TransactionLostError(
+                    f"batch {batch_id}: no transaction could be committed (fenced or "
+                    "expired), nothing was written; the batch fails and will be replayed "
+                    "on restart: " + "; ".join(lost))
+            return state
+        decisions.mark_done(batch_id, lost, [h for h, _ in report.lost])
+        log.error("eoskafka: batch %s: %d decided transaction(s) were aborted before they "
+                  "could be committed (a fence, or the driver down longer than "
+                  "kafka.transaction.timeout.ms=%d); the replay of the batch rewrites them "
+                  "if it writes the same rows, else fails with EOSKAFKA_TRANSACTION_LOST: %s",
+                  batch_id, len(lost), self.timeout_ms, "; ".join(lost))
+        if raise_lost:
             raise TransactionLostError(
-                f"batch {batch_id} was decided but {len(lost)} of its transactions could not be "
-                "committed when it was rolled forward (aborted by Kafka: the driver was "
-                f"probably down longer than kafka.transaction.timeout.ms={self.timeout_ms}); "
-                "their records are LOST unless the replay of this batch rewrites them: "
-                + "; ".join(lost)
-            )
+                f"batch {batch_id}: {len(lost)} transactions could not be committed after "
+                f"{len(report.done)} others were; their records are LOST unless the replay "
+                "of this batch rewrites them (the same rows): " + "; ".join(lost))
+        return state
 
     def _raise_unknown(self, batch_id: int | None, report: FinishReport, doing: str) -> None:
         unknown = report.describe_unknown()
@@ -135,121 +207,143 @@ class DriverProtocol:
     # -- commit worker -------------------------------------------------------------------------
 
     def commit(self, batch_id: int | None, handoffs: list[TxnHandoff], tasks: int) -> FinishReport:
-        """Durable decision, EndTxn commit for all, mark done (invariants 1, 3, 4)."""
+        """Durable decision, EndTxn commit for all, mark done (invariants 1, 3, 4, 8)."""
         started = time.perf_counter()
         self._refuse_foreign(handoffs)
-        coordinators = None
+        lineage = self._lineage_of(handoffs)
+        batch = BATCH_WRITE if batch_id is None else batch_id
+        decisions = self._view(lineage) if self.decisions is not None else None
         with self.wire_factory() as wire:
-            if self.decisions is not None and batch_id is not None:
-                previous = self.decisions.get(batch_id)
+            if decisions is not None:
+                self.lineage = self.lineage or lineage or None
+                self._bind()
+                previous = decisions.get(batch)
                 if previous is not None:
-                    return self._replayed(wire, previous, handoffs)
-                pool = self.decisions.pool()
-                self._refuse_superseded(handoffs, pool)
-                coordinators = self._refuse_dead(wire, batch_id, handoffs)
+                    state = self._replay(wire, previous, handoffs)
+                    if state is not State.VOID:
+                        return FinishReport(done=[], lost=[])
+                self._refuse_superseded(handoffs, decisions.pool())
+            coordinators = self._refuse_dead(wire, batch, handoffs)  # batch writes too
+            if decisions is not None:
                 fault_point("commit.before_decision")
-                self.decisions.decide(batch_id, [h for h in handoffs if h.open])
+                decisions.decide(batch, [h for h in handoffs if h.open])
             fault_point("commit.after_decision")
             report = finish(wire, handoffs, commit=True, deadline_s=self.commit_deadline_s,
                             coordinators=coordinators)
-            if report.unknown:
-                self._raise_unknown(batch_id, report, "committing")  # never void, never done
-            if report.lost:
-                self._after_loss(batch_id, report)
-            if self.decisions is not None and batch_id is not None:
-                fault_point("commit.before_done")
-                self.decisions.mark_done(batch_id)
-                fault_point("commit.after_done")
-                self._after_commit(wire, tasks)
-                self.decisions.prune()
+            if decisions is None:
+                if report.unknown:
+                    self._raise_unknown(batch_id, report, "committing")
+                if report.lost:
+                    raise TransactionLostError(
+                        f"the batch write could not commit {len(report.lost)} transaction(s) "
+                        f"after {len(report.done)} others were (no decisionLogLocation, so "
+                        "nothing can finish it later); their records are LOST: "
+                        + "; ".join(report.describe_lost()))
+            else:
+                self._record(lineage, batch, report, raise_lost=True, doing="committing")
+                self._clean_up(wire, decisions, tasks)
         report.seconds = time.perf_counter() - started
         self.last_report = report
         return report
 
-    def _replayed(self, wire: KafkaWire, previous: Decision,
-                  fresh: list[TxnHandoff]) -> FinishReport:
-        """A batch id seen before: finish the recorded decision, abort the new attempt's work.
+    def _lineage_of(self, handoffs: list[TxnHandoff]) -> str:
+        """The lineage these hand-offs belong to; refuses another query's."""
+        theirs = {h.lineage for h in handoffs if h.lineage}
+        mine = self.lineage
+        if len(theirs) > 1 or (mine and theirs and theirs != {mine}):
+            raise DecisionLogConflictError(
+                f"hand-offs of query {sorted(theirs)} reached the driver of query "
+                f"{mine or 'unknown'}; refusing to commit another query's transactions")
+        return mine or next(iter(theirs), "")
 
-        Except for task partitions whose decided transaction was lost (fenced mid-commit by
-        a zombie): the replay reads the same offsets, so its task for that partition writes
-        the same rows; its transaction, if it holds the same records per output partition,
-        is committed in place of the lost one (recorded first, like any decision).
-        """
+    def _replay(self, wire: KafkaWire, previous: Decision, fresh: list[TxnHandoff]) -> State:
+        """A batch id this lineage decided before: finish that decision, abort the new
+        attempt's work, rewrite lost transactions from same-digest replacements. Returns
+        VOID when the earlier decision committed nothing (the batch then commits as new)."""
         batch_id = previous.batch_id
-        if not previous.done:
-            self._roll_forward(wire, batch_id, list(previous.handoffs))
-            previous = self.decisions.get(batch_id) or previous  # type: ignore[union-attr]
-        recovery = list(previous.recovery or ())
+        decisions = self._view(previous.lineage)
+        if previous.state in UNFINISHED:
+            if self._finish(wire, previous, raise_lost=False) is State.VOID:
+                return State.VOID
+            previous = decisions.get(batch_id) or previous
+        state = transition(previous.state, Event.REPLAYED)
         unmatched: list[TxnHandoff] = []
-        if not recovery and previous.lost_handoffs:
+        recovery: list[TxnHandoff] = []
+        if state is State.LOST:
             recovery = _replacements(list(previous.lost_handoffs), fresh)
-            if not recovery:
-                unmatched = list(previous.lost_handoffs)
             if recovery:
                 self._refuse_dead(wire, batch_id, recovery)
-                assert self.decisions is not None
-                self.decisions.record_recovery(batch_id, recovery)
-        kept = {(h.transactional_id, h.epoch) for h in [*previous.handoffs, *recovery]}
+                state = transition(state, Event.REPLACEMENT)
+                decisions.record_recovery(batch_id, recovery)
+            else:
+                unmatched = list(previous.lost_handoffs)
+        kept = {(h.transactional_id, h.epoch) for h in [*previous.committing, *recovery]}
         duplicates = [h for h in fresh if (h.transactional_id, h.epoch) not in kept]
         finish(wire, duplicates, commit=False, deadline_s=_ABORT_DEADLINE_S)
-        if recovery:
-            self._recover(wire, previous, recovery)
         log.warning("eoskafka: batch %s was already committed; aborted %d replayed transactions",
                     batch_id, len(duplicates))
+        if recovery:
+            decision = decisions.get(batch_id)
+            assert decision is not None
+            return self._recover(wire, decision)
         if unmatched:
             # Reported once: the loss becomes final in the log (eoskafka txns shows it) and
             # later replays of the batch go on, instead of failing the query forever.
-            assert self.decisions is not None
-            self.decisions.mark_done(batch_id, list(previous.lost), [])
+            transition(State.LOST, Event.NO_REPLACEMENT)
+            decisions.mark_done(batch_id, list(previous.lost), [])
             raise TransactionLostError(
                 f"batch {batch_id}: {len(unmatched)} decided transaction(s) were aborted by "
                 "Kafka before the driver could commit them (down longer than "
                 f"kafka.transaction.timeout.ms={self.timeout_ms}, or fenced), and no task of "
-                "this replay wrote the same rows to rewrite them; their records are LOST: "
+                "this replay wrote the same rows to rewrite them (matched by record digest: "
+                "a changed minPartitions, maxOffsetsPerTrigger or a non-deterministic query "
+                "writes other rows); their records are LOST: "
                 + "; ".join(h.describe() for h in unmatched)
             )
-        return FinishReport(done=[], lost=[])
+        return state
 
-    def _recover(self, wire: KafkaWire, previous: Decision, recovery: list[TxnHandoff]) -> None:
-        assert self.decisions is not None
+    def _recover(self, wire: KafkaWire, decision: Decision) -> State:
+        """RECOVERING -> DONE: commit the recorded replacements; what they do not cover
+        stays lost, reported once and final."""
+        decisions = self._view(decision.lineage)
+        recovery = list(decision.recovery or ())
         report = finish(wire, recovery, commit=True, deadline_s=self.commit_deadline_s)
         if report.unknown:
-            self._raise_unknown(previous.batch_id, report, "rewriting lost transactions")
-        rewritten = {h.task_partition for h in report.done}
-        still = [h for h in previous.lost_handoffs if h.task_partition not in rewritten]
+            transition(State.RECOVERING, Event.UNKNOWN)
+            self._raise_unknown(decision.batch_id, report, "rewriting lost transactions")
+        state = transition(State.RECOVERING, Event.REWRITTEN)
+        still = [h for h in decision.lost_handoffs if not _replacements([h], report.done)]
         lost = [f"{h.describe()}: lost, not rewritten by a replay" for h in still]
-        # Final once reported: a later replay reads the same offsets and would not match
-        # either; the query goes on instead of failing at every restart.
-        self.decisions.mark_done(previous.batch_id, lost, [])
-        self.decisions.clear_recovery(previous.batch_id)
-        log.warning("eoskafka: batch %s: replay rewrote %d lost task partition(s); %d still lost",
-                    previous.batch_id, len(rewritten), len(still))
+        decisions.mark_done(decision.batch_id, lost, [])
+        decisions.clear_recovery(decision.batch_id)
+        log.warning("eoskafka: batch %s: replay rewrote %d lost transaction(s); %d still lost",
+                    decision.batch_id, len(decision.lost_handoffs) - len(still), len(still))
         if still:
             raise TransactionLostError(
-                f"batch {previous.batch_id}: the replay could not rewrite "
-                f"{len(still)} lost transaction(s) (no task wrote the same records per "
-                "partition); their records are LOST: " + "; ".join(lost)
-            )
+                f"batch {decision.batch_id}: the replay could not rewrite {len(still)} lost "
+                "transaction(s) (no replay transaction with the same rows committed); their "
+                "records are LOST: " + "; ".join(lost))
+        return state
 
-    def _after_loss(self, batch_id: int | None, report: FinishReport) -> None:
-        lost = report.describe_lost()
-        if self.decisions is not None and batch_id is not None:
-            if not report.done and not report.uncertain:
-                # Every EndTxn got a definitive failure and none an unknown outcome first:
-                # nothing was committed, so withdrawing the decision lets Spark replay it.
-                self.decisions.void(batch_id)
-                self._raise_if_too_long(batch_id, report.lost)
-                raise TransactionLostError(
-                    f"batch {batch_id}: no transaction could be committed (fenced or expired), "
-                    "nothing was written; the batch fails and will be replayed on restart: "
-                    + "; ".join(lost)
-                )
-            self.decisions.mark_done(batch_id, lost, [h for h, _ in report.lost])
-        raise TransactionLostError(
-            f"batch {batch_id}: {len(lost)} transactions could not be committed after "
-            f"{len(report.done)} others were; their records are LOST unless the replay of "
-            "this batch rewrites them (same rows per task partition): " + "; ".join(lost)
-        )
+    def _clean_up(self, wire: KafkaWire, decisions: DecisionLog, tasks: int) -> None:
+        """After a committed batch: fence unused ids, grow the pool, prune. Best effort (the
+        batch has committed whatever happens here); what is not done is left to the next
+        batch's planning, which fences the whole pool when it finds it not clean."""
+        try:
+            fault_point("commit.cleanup")
+            self._after_commit(wire, tasks)
+            decisions.prune()
+        except Exception as exc:  # noqa: BLE001 - reported, and left to the next planning
+            log.warning("eoskafka: clean-up after a committed batch failed (%s); the next "
+                        "batch fences the pool instead", exc)
+            try:
+                pool = decisions.pool()
+                pool.clean = False
+                pool.size = max(pool.size, tasks)
+                decisions.save_pool(pool)
+            except Exception:  # noqa: BLE001 - the next new run fences the pool anyway
+                log.warning("eoskafka: could not record the unfinished clean-up",
+                            exc_info=True)
 
     def _after_commit(self, wire: KafkaWire, tasks: int) -> None:
         """Fence ids this batch did not use (left by a bigger, failed batch); grow the pool."""
@@ -258,7 +352,7 @@ class DriverProtocol:
         if tasks < pool.size:
             stale = [self.ids.for_task(p) for p in range(tasks, pool.size)]
             _remember(pool, fence_identities(wire, stale, self.timeout_ms))
-        if tasks > pool.size or tasks < pool.size:
+        if tasks != pool.size or pool.prefix != self.ids.prefix:
             pool.size = max(pool.size, tasks)
             pool.prefix, pool.owner = self.ids.prefix, self.owner
             self.decisions.save_pool(pool)
@@ -289,8 +383,9 @@ class DriverProtocol:
             self._raise_if_too_long(batch_id, dead)
             raise TransactionLostError(
                 f"batch {batch_id}: {len(dead)} of its transactions were fenced after their "
-                "tasks handed them over (a zombie or another attempt re-initialised the id); "
-                "nothing was committed, the batch fails and will be replayed: "
+                "tasks handed them over (a zombie, another attempt or an operator's fence "
+                "re-initialised the id, or Kafka's transaction timeout aborted it); nothing "
+                "was committed, the batch fails and can run again: "
                 + "; ".join(f"{h.describe()}: {why}" for h, why in dead)
             )
         return found.coordinators
@@ -299,8 +394,7 @@ class DriverProtocol:
                            dead: list[tuple[TxnHandoff, str]]) -> None:
         """Fenced transactions of a batch that ran past the transaction timeout: Kafka
         aborted them, and the replay (same offsets) would take as long: say so, once."""
-        assert self.decisions is not None
-        planned = self.decisions.planned_at()
+        planned = self.decisions.planned_at() if self.decisions is not None else None
         elapsed_s = time.time() - planned if planned else 0.0
         if elapsed_s * 1000 < self.timeout_ms:
             return  # younger than the timeout: fenced by a zombie or a retry, not by time
@@ -328,24 +422,31 @@ class DriverProtocol:
     # -- abort ---------------------------------------------------------------------------------
 
     def abort(self, batch_id: int | None, handoffs: list[TxnHandoff], tasks: int) -> None:
-        """Abort a batch's transactions; tolerate a batch that was already (being) committed."""
+        """Abort a batch's transactions; tolerate a batch that was already (being) committed.
+
+        Every transaction its decision stands for (decided and recovery ones) is rolled
+        forward first, never aborted (invariant 3; finding 3 of issue 15)."""
+        batch = BATCH_WRITE if batch_id is None else batch_id
+        lineage = self._lineage_of(handoffs)
         with self.wire_factory() as wire:
-            decided: set[tuple[str, int]] = set()
-            if self.decisions is not None and batch_id is not None:
-                previous = self.decisions.get(batch_id)
+            kept: set[tuple[str, int]] = set()
+            if self.decisions is not None:
+                decisions = self._view(lineage)
+                previous = decisions.get(batch)
                 if previous is not None:
-                    # commit() raised after the decision: the decision stands, roll forward
-                    # (an unknown outcome raises here, before any fencing could abort it).
-                    if not previous.done:
-                        self._roll_forward(wire, batch_id, list(previous.handoffs))
-                    decided = {(h.transactional_id, h.epoch) for h in previous.handoffs}
-            finish(wire, [h for h in handoffs if (h.transactional_id, h.epoch) not in decided],
+                    # commit() raised after the decision: it stands, roll it forward (an
+                    # unknown outcome raises here, before any fencing could abort it).
+                    if previous.state in UNFINISHED:
+                        self._finish(wire, previous, raise_lost=False)
+                        previous = decisions.get(batch) or previous
+                    kept = {(h.transactional_id, h.epoch) for h in previous.committing}
+            finish(wire, [h for h in handoffs if (h.transactional_id, h.epoch) not in kept],
                    commit=False, deadline_s=_ABORT_DEADLINE_S)
             if self.decisions is not None:
                 pool = self.decisions.pool()
                 pool.size = max(pool.size, tasks)
                 # Failed or stopped tasks (None messages) may hold open transactions; every
-                # decision is done by now, so no id holds a transaction waiting to commit.
+                # decision is finished by now, so no id holds one waiting to commit.
                 self._fence_pool(wire, pool, probe=False)
                 pool = self.decisions.pool()
                 pool.clean = False
@@ -362,8 +463,33 @@ def _remember(pool: PoolState, fenced: dict[str, ProducerIdentity]) -> None:
 
 
 def _replacements(lost: list[TxnHandoff], fresh: list[TxnHandoff]) -> list[TxnHandoff]:
-    """The replay's hand-offs that can stand in for lost ones: same task partition, same
-    records per output partition (a replay of the same offsets through the same query)."""
-    by_task = {h.task_partition: h for h in lost}
-    return [h for h in fresh if h.open and h.task_partition in by_task
-            and h.partitions == by_task[h.task_partition].partitions]
+    """The replay's hand-offs that can stand in for lost ones: the same rows (record digest)
+    in the same output partitions (invariant 10). Counts alone are not enough: a changed
+    minPartitions or a non-deterministic query writes other rows with equal counts. A
+    hand-off without a digest (an older eoskafka) never matches: the loss is reported."""
+    wanted = {(h.digest, h.partitions) for h in lost if h.digest}
+    out, used = [], set()
+    for h in fresh:
+        key = (h.digest, h.partitions)
+        if h.open and h.digest and key in wanted and key not in used:
+            out.append(h)
+            used.add(key)
+    return out
+
+
+def _previous_write_completed(location: str, decisions: list[Decision | None]
+                              ) -> PreviousWriteCompletedError:
+    done = [d for d in decisions if d is not None]
+    records = sum(h.records for d in done for h in d.handoffs)
+    lost = sum(len(d.lost) for d in done)
+    topics = sorted({t for d in done for h in d.handoffs for t, _, _ in h.partitions})
+    when = ", ".join(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(d.decided_at))
+                     for d in done)
+    return PreviousWriteCompletedError(
+        f"an earlier batch write with decisionLogLocation {location} (decided {when}) was "
+        "interrupted after its commit decision, and eoskafka has now finished it: its "
+        f"{records} records to {', '.join(topics) or 'its topics'} are committed"
+        + (f" ({lost} transaction(s) of it were lost, see `eoskafka txns`)" if lost else "")
+        + ". If the write you are starting reruns that write, it is already complete: do not "
+        "run it again. Otherwise run your write again (this is reported once)."
+    )

@@ -33,6 +33,7 @@ from .claims import mark_write_aborted, write_aborted
 from .decision_log import DecisionLog
 from .driver import DriverProtocol
 from .handoff import TxnHandoff, handoffs_of
+from .lineage import query_id_at, task_lineage
 from .naming import TransactionalIdFactory, default_prefix, fingerprint
 from .task_writer import TaskWriter
 
@@ -45,8 +46,9 @@ except ImportError:  # 4.0: deriving from both gets Arrow batches too
 
 log = logging.getLogger("eos_kafka_source.sink")
 
-#: Prefixes whose pool this process has fenced since it started (see DriverProtocol.prepare).
-_PREPARED_IN_PROCESS: set[str] = set()
+#: (prefix, query id) pairs whose pool this process has fenced since it started (see
+#: DriverProtocol.prepare): a new query on the same prefix (a reset checkpoint) is a new run.
+_PREPARED_IN_PROCESS: set[tuple[str, str]] = set()
 #: Streaming sinks (by prefix) whose cluster this process has checked (see _Writer.preflight).
 _CHECKED_IN_PROCESS: set[str] = set()
 
@@ -79,6 +81,15 @@ class _Writer:
         self.prefix = self.sink.transactional_id_prefix or (
             default_prefix(location) if location else f"eoskafka-batch-{self.owner}"
         )
+        self.streaming = streaming
+        #: The query's own checkpoint (decisionLogLocation may live elsewhere): its
+        #: fingerprint tells a reset checkpoint from another query sharing the log.
+        spark_checkpoint = _option(self.options, "checkpointLocation") or location
+        self.checkpoint = fingerprint(spark_checkpoint) if spark_checkpoint else self.owner
+        #: Streaming: Spark's query id (None if unreadable here; tasks carry it). Batch: a
+        #: new id per write, pickled to the tasks and to commit() with the writer.
+        self.lineage = (query_id_at(spark_checkpoint) if streaming
+                        else f"write-{uuid.uuid4().hex[:16]}")
         #: Batch writes with a topic option: where an aborted write is marked (claims.py).
         self.batch_write_topic = None if streaming or not self.exactly_once else self.sink.topic
 
@@ -94,9 +105,13 @@ class _Writer:
             DecisionLog(location) if location else None,
             self._wire,
             owner=self.owner,
+            checkpoint=self.checkpoint,
             transaction_timeout_ms=self.sink.transaction_timeout_ms,
-            # A derived prefix cannot clash; a user-chosen one is claimed on the broker.
-            claim_topic=self.sink.topic if self.sink.transactional_id_prefix else None,
+            # Every streaming prefix, derived or chosen, is claimed (claims.py): the same
+            # checkpoint path on two clusters derives the same prefix.
+            claim_topic=self.sink.topic if self.streaming else None,
+            lineage=self.lineage,
+            streaming=self.streaming,
         )
 
     def preflight(self) -> None:
@@ -118,18 +133,11 @@ class _Writer:
     # -- executor --------------------------------------------------------------------------
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> TxnHandoff:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        task = ctx.partitionId() if ctx else 0
-        batch = ctx.getLocalProperty("streaming.sql.batchId") if ctx else None
-        context = {
-            "task_partition": task,
-            "attempt": ctx.attemptNumber() if ctx else 0,
-            "task_attempt_id": ctx.taskAttemptId() if ctx else -1,
-            "batch_id": int(batch) if batch is not None else None,
-            "owner": self.owner,
-        }
+        context = _task_context()
+        task = context["task_partition"]
+        context["owner"] = self.owner
+        context["lineage"] = (context.get("lineage") or self.lineage or "") if self.streaming \
+            else self.lineage
         tid = TransactionalIdFactory(self.prefix).for_task(task) if self.exactly_once else None
         with self._wire() as wire:
             writer = TaskWriter(
@@ -170,10 +178,10 @@ class _Writer:
         (Streaming needs no such check: the next batch's planning fences late tasks.)
         """
         if self.batch_write_topic is not None and write_aborted(
-                wire, self.prefix, self.batch_write_topic):
+                wire, self.prefix, self.batch_write_topic, self.lineage or ""):
             raise TransactionLostError(
-                f"the batch write with transactional-id prefix {self.prefix!r} was already "
-                "aborted by the driver; this late task wrote nothing"
+                f"the batch write {self.lineage} (transactional-id prefix {self.prefix!r}) "
+                "was already aborted by the driver; this late task wrote nothing"
             )
 
     def _abort(self, messages: list[Any], batch_id: int | None) -> None:
@@ -181,17 +189,50 @@ class _Writer:
             return
         if self.batch_write_topic is not None:
             with self._wire() as wire:
-                mark_write_aborted(wire, self.prefix, self.batch_write_topic)
+                mark_write_aborted(wire, self.prefix, self.batch_write_topic,
+                                   self.lineage or "")
         handoffs = handoffs_of(messages)
         self._protocol().abort(batch_id, handoffs, tasks=len(messages))
         log.warning("eoskafka: batch %s aborted (%d hand-offs, %d tasks)",
                     batch_id, len(handoffs), len(messages))
 
 
+#: How long a failing task waits for its in-flight Produce answers before aborting.
+_DRAIN_S = 5.0
+
+
+def _task_context() -> dict[str, Any]:
+    """Where this task runs: partition, attempt, batch id and query id (TaskContext)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    batch = ctx.getLocalProperty("streaming.sql.batchId") if ctx else None
+    return {
+        "task_partition": ctx.partitionId() if ctx else 0,
+        "attempt": ctx.attemptNumber() if ctx else 0,
+        "task_attempt_id": ctx.taskAttemptId() if ctx else -1,
+        "batch_id": int(batch) if batch is not None else None,
+        "lineage": task_lineage(ctx),
+    }
+
+
+def _option(options: dict[str, str], name: str) -> str | None:
+    wanted = name.lower()
+    return next((v for k, v in options.items() if k.lower() == wanted and v), None)
+
+
 def _abort_own(wire: KafkaWire, writer: TaskWriter) -> None:
-    """A failing task aborts its own transaction, so nothing is left open (best effort)."""
+    """A failing task aborts its own transaction, so nothing is left open (best effort).
+
+    In-flight Produce requests are drained first (briefly): a batch the broker appends
+    after the abort marker would start a new transaction on the id, open until fenced."""
     if writer.transactional_id is None or writer.producer is None:
         return
+    try:
+        writer.pipeline.delivery_timeout_s = min(writer.pipeline.delivery_timeout_s, _DRAIN_S)
+        writer.pipeline.flush()
+    except Exception:  # noqa: BLE001 - failing anyway; the abort below is what matters
+        log.debug("eoskafka: in-flight batches of the failed task", exc_info=True)
     try:
         node = writer.coordinator or find_coordinator(wire, writer.transactional_id)
         who = ProducerIdentity(writer.producer.producer_id, writer.producer.epoch)
@@ -212,9 +253,9 @@ class EosKafkaStreamWriter(_Writer, *_STREAM_BASES):  # type: ignore[misc]
             self.preflight()                         # deleted later fails the tasks instead
             _CHECKED_IN_PROCESS.add(self.prefix)
         if self.exactly_once:
-            new_run = self.prefix not in _PREPARED_IN_PROCESS
-            self._protocol().prepare(new_run=new_run)
-            _PREPARED_IN_PROCESS.add(self.prefix)
+            run = (self.prefix, self.lineage or "")
+            self._protocol().prepare(new_run=run not in _PREPARED_IN_PROCESS)
+            _PREPARED_IN_PROCESS.add(run)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TxnHandoff:  # type: ignore[override]
         return self._write(iterator)
@@ -232,6 +273,9 @@ class EosKafkaBatchWriter(_Writer, DataSourceArrowWriter):
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         super().__init__(options, schema, streaming=False)
         self.preflight()  # writer() runs on the driver, once per write, before any task
+        if self.exactly_once and self.sink.checkpoint_location:
+            # Finish an earlier write's decision (said once, loudly) and fence the ids.
+            self._protocol().prepare(new_run=True)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TxnHandoff:  # type: ignore[override]
         return self._write(iterator)

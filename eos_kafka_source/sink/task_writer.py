@@ -253,6 +253,7 @@ class TaskWriter:
             task_attempt_id=self.context.get("task_attempt_id", -1),
             batch_id=self.context.get("batch_id"),
             owner=self.context.get("owner", ""),
+            lineage=self.context.get("lineage", ""),
             delivery="exactly_once" if self.transactional_id else "at_least_once",
         )
 

@@ -83,7 +83,7 @@ def _ids_from_checkpoint(location: str) -> tuple[str, int, list[int]]:
     if not prefix or size <= 0:
         raise c.UsageError(f"the decision log at {log.location} records no id pool yet; "
                            "pass --prefix and --pool-size")
-    return prefix, size, [d.batch_id for d in decisions if not d.done]
+    return prefix, size, sorted({d.batch_id for d in log.unfinished()})
 
 
 def run(args: argparse.Namespace) -> int:

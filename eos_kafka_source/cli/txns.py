@@ -12,6 +12,7 @@ committed) or a partition holds an open transaction (records with no marker);
     pool             null, or {prefix, size, owner, clean, fenced_epochs: {id: epoch}}
     batches          one per decision kept (the last 100), oldest first:
         batch_id, state ("done" | "undone"),
+        decision_state             decided | done | lost | recovering (sink/decision_states.py)
         decided_at, done_at        epoch seconds (float); done_at null while undone
         commit_seconds             done_at - decided_at, or null
         transactions               hand-offs with an open transaction in the decision
@@ -22,7 +23,9 @@ committed) or a partition holds an open transaction (records with no marker);
         lost                       descriptions of lost transactions (strings)
         handoffs                   [{transactional_id, producer_id, epoch, task_partition,
                                      attempt, records, bytes}]
-    undone           batch ids decided but not done
+    lineage          the query id the log serves (null for a log from before lineages)
+    undone           batch ids decided but not finished, of any lineage
+    undone_lineages  the lineages those belong to
     topics           topics checked on the broker ([] when no broker was given)
     partitions       [{topic, partition, log_start, last_stable, high_watermark, lso_lag,
                        open: [{producer_id, producer_epoch, transactional_id, first_offset,
@@ -93,7 +96,12 @@ def run(args: argparse.Namespace) -> int:
                 for topic, _, _ in h.partitions if not args.topic else ():
                     if topic not in topics:
                         topics.append(topic)
-        doc["undone"] = [b["batch_id"] for b in doc["batches"] if b["state"] == "undone"]
+        # Unfinished decisions of every lineage (an older query's, a batch write's) count:
+        # the next start rolls them forward.
+        unfinished = log.unfinished()
+        doc["undone"] = sorted({d.batch_id for d in unfinished})
+        doc["lineage"] = log.lineage or None
+        doc["undone_lineages"] = sorted({d.lineage for d in unfinished})
     doc["topics"], doc["partitions"] = [], []
     if config is not None and topics:
         doc["topics"] = topics
@@ -127,6 +135,7 @@ def _batch_json(decision: Any) -> dict[str, Any]:
     return {
         "batch_id": decision.batch_id,
         "state": "done" if done else "undone",
+        "decision_state": decision.state.value,
         "decided_at": decision.decided_at or None,
         "done_at": decision.done_at,
         "commit_seconds": (round(decision.done_at - decision.decided_at, 6)

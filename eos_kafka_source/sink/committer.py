@@ -39,7 +39,13 @@ from ..errors import (
 )
 from ..faults import armed, fault_point
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, verify_txns
-from ..wire.txn import COORDINATOR_MOVED, RETRY_IN_PLACE, EndTxnOutcome, coordinator_answers
+from ..wire.txn import (
+    COORDINATOR_MOVED,
+    RETRY_IN_PLACE,
+    EndTxnOutcome,
+    EndTxnResult,
+    coordinator_answers,
+)
 from .handoff import TxnHandoff
 
 log = logging.getLogger(__name__)
@@ -138,7 +144,7 @@ def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool,
                 tid = handoff.transactional_id
                 if verdict == "done":
                     report.done.append(handoff)
-                elif verdict == "lost":
+                elif verdict == "refused":
                     why = str(outcome.error)
                     if tid in unknown:
                         report.uncertain.add(tid)
@@ -166,26 +172,22 @@ def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool,
 
 
 def _sort(wire: KafkaWire, outcome: EndTxnOutcome, drops: dict[str, int]) -> str:
-    """"done", "lost" or "unknown" for one EndTxn answer (module docstring)."""
-    if outcome.ok:
+    """"done", "refused" or "unknown" for one EndTxn answer (module docstring)."""
+    result = outcome.result
+    if result is EndTxnResult.ENDED:
         return "done"
-    error = outcome.error
-    if isinstance(error, KafkaProtocolError):
-        if error.code in DEFINITIVE:
-            return "lost"
-        if error.code in RETRY_IN_PLACE or error.code in COORDINATOR_MOVED:
-            return "unknown"
-        return "unknown"  # an unexpected code tells nothing about the outcome either
-    if isinstance(error, ConnectionDroppedError):
+    if result is EndTxnResult.REFUSED:
+        return "refused"
+    if isinstance(outcome.error, ConnectionDroppedError):
         # Ask the broker again, do not assume: a coordinator that answers at once right
-        # after closing the connection on this EndTxn closed it on purpose.
+        # after closing the connection on this EndTxn closed it on purpose (Tansu's answer
+        # to a stale epoch): refused, and the log tells what became of the transaction.
         tid = outcome.transactional_id
         if outcome.node >= 0 and coordinator_answers(wire, outcome.node, tid):
             drops[tid] = drops.get(tid, 0) + 1
             if drops[tid] >= _REJECTING_DROPS:
-                return "lost"
-        return "unknown"
-    return "unknown"  # TimeoutError_
+                return "refused"
+    return "unknown"  # a moved coordinator, a timeout, an unexpected code
 
 
 def _gives_up(outcomes: list[EndTxnOutcome]) -> bool:

@@ -7,6 +7,7 @@ same epoch and outcome succeeds. Every hand-off records ``TXN_PROTOCOL``.
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -257,6 +258,22 @@ COORDINATOR_MOVED = frozenset({13, 15, 16, 7})  # NETWORK_EXCEPTION, NOT_AVAILAB
 # REQUEST_TIMED_OUT
 
 
+#: EndTxn answers that refuse this request for good: PRODUCER_FENCED (90; INVALID_PRODUCER_EPOCH,
+#: 47, below EndTxn v2), INVALID_TXN_STATE (48), INVALID_PRODUCER_ID_MAPPING (49). They say
+#: the request failed, not that the transaction did not commit (invariant 9): an earlier
+#: attempt, an operator's fence after the commit, an id expired after it.
+REFUSED = frozenset({47, 48, 49, 90})
+
+
+class EndTxnResult(enum.Enum):
+    """What one EndTxn answer means, named at the wire edge (the committer sorts by it)."""
+
+    ENDED = "ended"  # NONE: the transaction has the outcome asked for
+    RETRY_ELSEWHERE = "retry elsewhere"  # not (or no longer) the coordinator: look it up again
+    REFUSED = "refused"  # fenced / wrong state / unknown id: read the log for the outcome
+    UNKNOWN = "unknown"  # dropped connection, timeout, unexpected code: ask again
+
+
 @dataclass(frozen=True)
 class EndTxnOutcome:
     transactional_id: str
@@ -264,6 +281,17 @@ class EndTxnOutcome:
     error: KafkaProtocolError | ConnectionDroppedError | TimeoutError_ | None = None
     #: The node the request went to (for asking it again after a dropped connection).
     node: int = -1
+
+    @property
+    def result(self) -> EndTxnResult:
+        if self.ok:
+            return EndTxnResult.ENDED
+        if isinstance(self.error, KafkaProtocolError):
+            if self.error.code in REFUSED:
+                return EndTxnResult.REFUSED
+            if self.error.code in COORDINATOR_MOVED or self.error.code in RETRY_IN_PLACE:
+                return EndTxnResult.RETRY_ELSEWHERE
+        return EndTxnResult.UNKNOWN
 
     @property
     def fenced(self) -> bool:

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import create_topic
-from tests.oracle import assert_no_open_transactions, committed_view
+from tests.oracle import assert_no_open_transactions, await_markers, committed_view
 
 pytestmark = pytest.mark.spark
 
@@ -25,6 +25,7 @@ def _values(n: int, tag: str = "v") -> list[bytes]:
 
 
 def _committed(bootstrap: str, topic: str) -> Counter[bytes]:
+    await_markers(bootstrap, topic)  # Kafka writes markers after EndTxn answers
     view = committed_view(bootstrap, topic)
     return Counter(v for p in view.values() for v in p.committed_values)
 
@@ -162,7 +163,9 @@ def test_streaming_write_exactly_once_and_bounded_id_pool(spark, bootstrap, uniq
     assert_no_open_transactions(bootstrap, unique)
     pool = json.loads((tmp_path / "ckpt" / "eoskafka" / "pool.json").read_text())
     assert pool["size"] == 3  # one transactional id per task partition, not per batch
-    decisions = sorted(p.name for p in (tmp_path / "ckpt" / "eoskafka" / "decisions").iterdir())
+    (lineage,) = (tmp_path / "ckpt" / "eoskafka" / "decisions").iterdir()  # one query
+    assert lineage.name == query.id  # decisions are keyed by Spark's query id
+    decisions = sorted(p.name for p in lineage.iterdir())
     assert decisions == [f"{b:020d}.{s}" for b in range(5) for s in ("done", "json")]
 
 

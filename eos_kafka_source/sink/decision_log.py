@@ -220,7 +220,7 @@ class DecisionLog:
             tuple(TxnHandoff.from_json(h) for h in (done or {}).get("lost_handoffs", ())),
             None if recovery is None
             else tuple(TxnHandoff.from_json(h) for h in recovery["handoffs"]),
-            data.get("lineage", self.lineage),
+            data.get("lineage") or _lineage_of(directory) or self.lineage,
         )
 
     def batch_ids(self) -> list[int]:
@@ -230,7 +230,12 @@ class DecisionLog:
 
     def _scan(self) -> dict[str, dict[int, set[str]]]:
         """One recursive listing: directory -> batch id -> suffixes present (no HEADs)."""
+        return self._scan_with_times()[0]
+
+    def _scan_with_times(self) -> tuple[dict[str, dict[int, set[str]]], dict[str, float]]:
+        """:meth:`_scan`, and each directory's newest modification time."""
         out: dict[str, dict[int, set[str]]] = {}
+        newest: dict[str, float] = {}
         base = f"{self.root}/"
         for info in self._list("decisions", recursive=True):
             if info.type != pafs.FileType.File:
@@ -240,7 +245,9 @@ class DecisionLog:
             stem, dot, suffix = name.partition(".")
             if stem.isdigit() and f"{dot}{suffix}" in _SUFFIXES:
                 out.setdefault(directory, {}).setdefault(int(stem), set()).add(f".{suffix}")
-        return out
+                stamp = info.mtime.timestamp() if info.mtime else 0.0
+                newest[directory] = max(newest.get(directory, 0.0), stamp)
+        return out, newest
 
     def unfinished(self) -> list[Decision]:
         """Decided batches of any lineage whose transactions may not all be committed yet
@@ -259,7 +266,7 @@ class DecisionLog:
     def prune(self) -> None:
         """Drop old finished decisions: the newest ``_KEEP_DONE`` of this lineage and those
         of the newest ``_KEEP_LINEAGES`` other lineages stay (growth stays bounded)."""
-        scan = self._scan()
+        scan, newest = self._scan_with_times()
         mine = self._dir()
         for batch_id in sorted(scan.get(mine, {}))[:-_KEEP_DONE]:
             if scan[mine][batch_id] == {".json", ".done"}:
@@ -267,7 +274,7 @@ class DecisionLog:
         others = [d for d, batches in scan.items() if d != mine and d != "decisions"
                   and all(p == {".json", ".done"} for p in batches.values())]
         if len(others) > _KEEP_LINEAGES:
-            by_age = sorted(others, key=lambda d: max(scan[d]))  # oldest batch ids first
+            by_age = sorted(others, key=lambda d: newest.get(d, 0.0))  # oldest first
             for directory in by_age[:-_KEEP_LINEAGES]:
                 for batch_id in scan[directory]:
                     self._void_in(directory, batch_id)
@@ -390,6 +397,11 @@ class DecisionLog:
             self.fs.delete_dir(self._path(directory))
         except (FileNotFoundError, OSError):
             pass
+
+
+def _lineage_of(directory: str) -> str:
+    """The lineage a ``decisions/<lineage>`` directory holds ("" for ``decisions``)."""
+    return directory.partition("/")[2]
 
 
 def _write_synced(path: str, data: bytes) -> None:

@@ -1,0 +1,82 @@
+"""The decision state machine, by tables (sink/decision_states.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from eos_kafka_source.sink.decision_states import (
+    TRANSITIONS,
+    UNFINISHED,
+    Event,
+    InvalidTransition,
+    State,
+    commit_event,
+    transition,
+)
+
+S, E = State, Event
+
+ALLOWED = [
+    (S.NEW, E.DECIDE, S.DECIDED),
+    (S.DECIDED, E.ALL_COMMITTED, S.DONE),
+    (S.DECIDED, E.SOME_ABORTED, S.LOST),
+    (S.DECIDED, E.NONE_COMMITTED, S.VOID),
+    (S.DECIDED, E.UNKNOWN, S.DECIDED),
+    (S.LOST, E.REPLACEMENT, S.RECOVERING),
+    (S.LOST, E.NO_REPLACEMENT, S.DONE),
+    (S.RECOVERING, E.REWRITTEN, S.DONE),
+    (S.RECOVERING, E.UNKNOWN, S.RECOVERING),
+    (S.DONE, E.REPLAYED, S.DONE),
+    (S.DONE, E.PRUNED, S.VOID),
+    (S.VOID, E.DECIDE, S.DECIDED),
+]
+
+REFUSED = [
+    (S.DONE, E.DECIDE),  # a decided batch is never decided again: a replay is aborted
+    (S.DONE, E.ALL_COMMITTED),
+    (S.DONE, E.NONE_COMMITTED),  # a done batch is never voided (rows would be written twice)
+    (S.LOST, E.NONE_COMMITTED),
+    (S.LOST, E.PRUNED),  # a rewritable loss is kept until a replay settles it
+    (S.RECOVERING, E.NO_REPLACEMENT),
+    (S.RECOVERING, E.PRUNED),
+    (S.DECIDED, E.PRUNED),  # an unfinished decision is never pruned
+    (S.DECIDED, E.DECIDE),  # two drivers deciding one batch
+    (S.NEW, E.ALL_COMMITTED),
+]
+
+
+@pytest.mark.parametrize(("state", "event", "after"), ALLOWED)
+def test_allowed_transitions(state: State, event: Event, after: State) -> None:
+    assert transition(state, event) is after
+
+
+@pytest.mark.parametrize(("state", "event"), REFUSED)
+def test_refused_transitions_name_state_and_event(state: State, event: Event) -> None:
+    with pytest.raises(InvalidTransition, match=f"{state.value!r}.*{event.value!r}"):
+        transition(state, event)
+
+
+def test_no_transition_leaves_an_unfinished_decision_without_committing_it() -> None:
+    """Only finishing (answers or the log) takes a decision out of DECIDED or RECOVERING."""
+    leaving = {(s, e) for (s, e), after in TRANSITIONS.items()
+               if s in UNFINISHED and after not in UNFINISHED}
+    assert leaving == {(S.DECIDED, E.ALL_COMMITTED), (S.DECIDED, E.SOME_ABORTED),
+                       (S.DECIDED, E.NONE_COMMITTED), (S.RECOVERING, E.REWRITTEN)}
+
+
+def test_done_is_never_voided_or_decided_again() -> None:
+    assert {after for (s, _), after in TRANSITIONS.items() if s is S.DONE} == {S.DONE, S.VOID}
+    assert [e for (s, e) in TRANSITIONS if s is S.DONE and TRANSITIONS[(s, e)] is S.VOID] == [
+        E.PRUNED]
+
+
+@pytest.mark.parametrize(("committed", "aborted", "unknown", "event"), [
+    (3, 0, 0, E.ALL_COMMITTED),
+    (0, 0, 0, E.ALL_COMMITTED),  # nothing open: nothing to commit
+    (2, 1, 0, E.SOME_ABORTED),
+    (0, 3, 0, E.NONE_COMMITTED),
+    (2, 0, 1, E.UNKNOWN),
+    (0, 2, 1, E.UNKNOWN),  # one unknown keeps the decision, whatever the others did
+])
+def test_commit_event(committed: int, aborted: int, unknown: int, event: Event) -> None:
+    assert commit_event(committed, aborted, unknown) is event

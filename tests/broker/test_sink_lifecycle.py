@@ -19,11 +19,13 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from eos_kafka_source.errors import (
     DecisionLogConflictError,
+    IdPrefixClashError,
     PreviousWriteCompletedError,
     TransactionLostError,
 )
 from eos_kafka_source.sink.fencing import fence
 from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter
+from tests.brokers import ON_TANSU
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
 from tests.sink_harness import Harness, assert_once_on_kafka, vals
@@ -317,3 +319,28 @@ def test_two_drivers_cannot_both_decide_one_batch(sink: Harness) -> None:
     sink.log.decide(5, [])
     with pytest.raises(DecisionLogConflictError, match="already"):
         sink.log.decide(5, [])
+
+
+# -- finding 5: every prefix is claimed, with the query id ----------------------------------
+
+
+@pytest.mark.xfail(ON_TANSU, strict=True,
+                   reason="Tansu drops offset commit metadata, where the claim names the query")
+def test_the_same_checkpoint_path_on_two_clusters_stops_the_replaced_query(
+        bootstrap: str, unique: str, tmp_path: Path) -> None:
+    """prod and DR both run with checkpointLocation=/tmp/ckpt (each on its own disk): the same
+    derived prefix. Before, both claimed it as "the same query" and fenced each other's
+    transactions at every start; now the later one takes it over and the other stops."""
+    create_topic(bootstrap, unique)
+    same_path = "/tmp/ckpt-on-each-cluster"
+    prod = Harness(bootstrap, unique, unique, tmp_path / "prod", claim=True,
+                   checkpoint=same_path, lineage="query-prod")
+    dr = Harness(bootstrap, unique, unique, tmp_path / "dr", claim=True,
+                 checkpoint=same_path, lineage="query-dr")
+    wrote = _run(prod, range(1), "P")
+    dr.driver.prepare(new_run=True)  # takes the prefix over (a reset looks the same)
+    with pytest.raises(IdPrefixClashError, match="taken over by query query-dr") as err:
+        prod.driver.prepare(new_run=False)
+    assert "query-prod" in str(err.value)
+    wrote += _run(dr, range(1), "D")
+    assert_once_on_kafka(dr, wrote)

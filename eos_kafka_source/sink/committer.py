@@ -4,16 +4,14 @@ Like Kafka's own producer (``TransactionManager.EndTxnHandler``), it keeps "unkn
 apart from "failed":
 
 - **done**: the coordinator answered NONE. Nothing else means committed.
-- **lost** (definitive failures; reasoned against ``TransactionCoordinator.endTransaction``,
-  generation 1 / EndTxn v4): PRODUCER_FENCED (90; INVALID_PRODUCER_EPOCH, 47, below v2):
-  the id's epoch moved past ours, by an InitProducerId (which aborts an ongoing
-  transaction) or by the coordinator's own timeout abort (which bumps the epoch); a
-  retried commit of a transaction that did complete would answer NONE, since a completed
-  state keeps the epoch. INVALID_PRODUCER_ID_MAPPING (49): the coordinator holds another
-  producer id (or none) for the transactional id. INVALID_TXN_STATE (48): the state
-  cannot reach our outcome (commit after abort: CompleteAbort/PrepareAbort; Empty).
-  A broker that keeps closing the connection on one EndTxn while it answers other
-  requests at once is rejecting it (Tansu's answer to a stale epoch): asked twice, lost.
+- **refused** (``EndTxnResult.REFUSED``): PRODUCER_FENCED (90; INVALID_PRODUCER_EPOCH, 47,
+  below v2), INVALID_PRODUCER_ID_MAPPING (49), INVALID_TXN_STATE (48), and a broker that
+  keeps closing the connection on one EndTxn while it answers other requests at once
+  (Tansu's answer to a stale epoch). These say the request failed, not that the
+  transaction did not commit: the id may have been fenced by an operator, or expired,
+  after a commit whose answer was lost. For a commit, the transaction's partitions are
+  read (:mod:`.txn_log`): a COMMIT marker of its producer makes it **done**, an ABORT
+  marker **lost**, no marker yet keeps it **unknown** (invariant 9).
 - **unknown**: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE (both can come back after
   PrepareCommit reached the log: a new coordinator then completes the commit),
   COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS, NETWORK_EXCEPTION, a dropped
@@ -47,6 +45,7 @@ from ..wire.txn import (
     coordinator_answers,
 )
 from .handoff import TxnHandoff
+from .txn_log import LogOutcome, read_transaction
 
 log = logging.getLogger(__name__)
 
@@ -142,16 +141,18 @@ def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool,
             for handoff, outcome in zip(pending, outcomes, strict=True):
                 verdict = _sort(wire, outcome, drops)
                 tid = handoff.transactional_id
+                if verdict == "refused" and commit:
+                    # The request was refused; whether the transaction committed is in the
+                    # log (invariant 9): COMMIT is done, ABORT is lost, none yet unknown.
+                    verdict, why = _from_log(wire, handoff, outcome, deadline)
+                else:
+                    why = str(outcome.error)
                 if verdict == "done":
                     report.done.append(handoff)
                 elif verdict == "refused":
-                    why = str(outcome.error)
-                    if tid in unknown:
-                        report.uncertain.add(tid)
-                        why += f" (after an attempt whose outcome was unknown: {unknown[tid]})"
                     report.lost.append((handoff, why))
                 else:
-                    unknown[tid] = str(outcome.error)
+                    unknown[tid] = why
                     retry.append(handoff)
             if _gives_up(outcomes):
                 report.unknown += [(h, unknown[h.transactional_id]) for h in retry]
@@ -188,6 +189,21 @@ def _sort(wire: KafkaWire, outcome: EndTxnOutcome, drops: dict[str, int]) -> str
             if drops[tid] >= _REJECTING_DROPS:
                 return "refused"
     return "unknown"  # a moved coordinator, a timeout, an unexpected code
+
+
+def _from_log(wire: KafkaWire, handoff: TxnHandoff, outcome: EndTxnOutcome,
+              deadline: float) -> tuple[str, str]:
+    """A refused commit's verdict, read from the transaction's partitions."""
+    found = read_transaction(wire, handoff,
+                             deadline_s=max(min(10.0, deadline - time.monotonic()), 0.5))
+    said = f"{outcome.error}; the log: {found.why}"
+    if found.outcome is LogOutcome.COMMITTED:
+        log.warning("eoskafka: %s was refused but had committed (%s)",
+                    handoff.transactional_id, said)
+        return "done", said
+    if found.outcome is LogOutcome.ABORTED:
+        return "refused", said
+    return "unknown", said
 
 
 def _gives_up(outcomes: list[EndTxnOutcome]) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from ..errors import (
     DecisionLogConflictError,
@@ -37,6 +38,7 @@ from .decision_states import UNFINISHED, Event, State, commit_event, transition
 from .fencing import fence, fence_identities, probe_beyond
 from .handoff import TxnHandoff
 from .naming import TransactionalIdFactory
+from .txn_log import read_transaction
 
 log = logging.getLogger(__name__)
 
@@ -270,7 +272,7 @@ class DriverProtocol:
         unmatched: list[TxnHandoff] = []
         recovery: list[TxnHandoff] = []
         if state is State.LOST:
-            recovery = _replacements(list(previous.lost_handoffs), fresh)
+            recovery = _replacements(wire, list(previous.lost_handoffs), fresh)
             if recovery:
                 self._refuse_dead(wire, batch_id, recovery)
                 state = transition(state, Event.REPLACEMENT)
@@ -312,7 +314,8 @@ class DriverProtocol:
             transition(State.RECOVERING, Event.UNKNOWN)
             self._raise_unknown(decision.batch_id, report, "rewriting lost transactions")
         state = transition(State.RECOVERING, Event.REWRITTEN)
-        still = [h for h in decision.lost_handoffs if not _replacements([h], report.done)]
+        replaced = {h.extra.get("replaces") for h in report.done}
+        still = [h for h in decision.lost_handoffs if _key(h) not in replaced]
         lost = [f"{h.describe()}: lost, not rewritten by a replay" for h in still]
         decisions.mark_done(decision.batch_id, lost, [])
         decisions.clear_recovery(decision.batch_id)
@@ -462,19 +465,30 @@ def _remember(pool: PoolState, fenced: dict[str, ProducerIdentity]) -> None:
         pool.fenced_producers[tid] = who.producer_id
 
 
-def _replacements(lost: list[TxnHandoff], fresh: list[TxnHandoff]) -> list[TxnHandoff]:
-    """The replay's hand-offs that can stand in for lost ones: the same rows (record digest)
-    in the same output partitions (invariant 10). Counts alone are not enough: a changed
-    minPartitions or a non-deterministic query writes other rows with equal counts. A
-    hand-off without a digest (an older eoskafka) never matches: the loss is reported."""
-    wanted = {(h.digest, h.partitions) for h in lost if h.digest}
-    out, used = [], set()
-    for h in fresh:
-        key = (h.digest, h.partitions)
-        if h.open and h.digest and key in wanted and key not in used:
-            out.append(h)
-            used.add(key)
+def _replacements(wire: KafkaWire, lost: list[TxnHandoff],
+                  fresh: list[TxnHandoff]) -> list[TxnHandoff]:
+    """The replay's hand-offs that can stand in for lost ones: exactly the same rows, read
+    back from the log (the lost transaction's aborted records are still there, the replay's
+    are open), in the same output partitions (invariant 10). Counts alone are not enough: a
+    changed minPartitions or a non-deterministic query writes other rows with equal counts.
+    Each replacement names the lost transaction it stands for and their common digest."""
+    out: list[TxnHandoff] = []
+    for gone in lost:
+        for candidate in fresh:
+            if not candidate.open or candidate.partitions != gone.partitions or any(
+                    candidate is o for o in out):
+                continue
+            a = read_transaction(wire, gone, records=True)  # aborted: its marker is there
+            b = read_transaction(wire, candidate, records=True, wait=False)  # still open
+            if a.records is not None and a.records == b.records:
+                out.append(replace(candidate, digest=a.digest(),
+                                   extra={**candidate.extra, "replaces": _key(gone)}))
+                break
     return out
+
+
+def _key(h: TxnHandoff) -> str:
+    return f"{h.transactional_id}/{h.producer_id}/{h.epoch}"
 
 
 def _previous_write_completed(location: str, decisions: list[Decision | None]

@@ -28,6 +28,7 @@ from ..errors import (
 )
 from ..wire import KafkaWire, produce_errors, produce_request
 from ..wire.retry import LOST_NODE, Deadline
+from ..wire.txn import produce_offsets
 
 TopicPartition = tuple[str, int]
 
@@ -111,6 +112,9 @@ class ProducePipeline:
         self.request_timeout_ms = request_timeout_ms
         self.delivery_timeout_s = delivery_timeout_s
         self.acked: dict[TopicPartition, int] = {}
+        #: Offset of each partition's first record (its sequence-0 batch), when the broker
+        #: said: where the transaction's outcome and records are read from the log.
+        self.first_offsets: dict[TopicPartition, int] = {}
         self.retries = 0  # batches re-sent (for tests and logs)
         self._unacked: dict[TopicPartition, deque[Batch]] = {}
         self._in_flight: dict[int, deque[_Sent]] = {}
@@ -165,6 +169,7 @@ class ProducePipeline:
             self._failed(sent.batches, exc)
             return
         errors = produce_errors(response)
+        offsets = produce_offsets(response)
         for batch in sent.batches:
             code, message = errors.get(batch.tp, (0, None))
             queue = self._unacked[batch.tp]
@@ -173,6 +178,8 @@ class ProducePipeline:
             if result is Verdict.ACKED:
                 queue.remove(batch)
                 self.acked[batch.tp] = self.acked.get(batch.tp, 0) + batch.count
+                if batch.sequence == 0 and offsets.get(batch.tp, -1) >= 0:
+                    self.first_offsets[batch.tp] = offsets[batch.tp]
             elif result is Verdict.RETRY:
                 self._retry.add(batch.tp)
                 self._last_error[batch.tp] = for_code(code)(

@@ -254,6 +254,8 @@ class TaskWriter:
             batch_id=self.context.get("batch_id"),
             owner=self.context.get("owner", ""),
             lineage=self.context.get("lineage", ""),
+            first_offsets=tuple(sorted((t, p, o) for (t, p), o
+                                       in self.pipeline.first_offsets.items())),
             delivery="exactly_once" if self.transactional_id else "at_least_once",
         )
 

@@ -247,6 +247,13 @@ def produce_errors(response: object) -> dict[TopicPartition, tuple[int, str | No
     return out
 
 
+def produce_offsets(response: object) -> dict[TopicPartition, int]:
+    """Per-partition base offset a Produce response assigned (-1 when it gave none)."""
+    return {(topic.name, part.index): part.base_offset
+            for topic in response.responses  # type: ignore[attr-defined]
+            for part in topic.partition_responses}
+
+
 #: Answers retried at the same coordinator: it is the right one, busy (a previous EndTxn's
 #: markers are still being written) or still loading its log.
 RETRY_IN_PLACE = frozenset({51, 14})  # CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS

@@ -253,7 +253,6 @@ def sink(bootstrap: str, unique: str, tmp_path: Path) -> Harness:
     return h
 
 
-@pytest.mark.xfail(strict=True, reason="WIP: digest not filled in yet")
 def test_abort_after_a_failed_recovery_commit_rolls_the_recovery_forward(
         sink: Harness, faults, tmp_path: Path) -> None:
     """Finding 3: a replay's recovery hand-offs were left out of abort()'s decided set: the
@@ -273,7 +272,6 @@ def test_abort_after_a_failed_recovery_commit_rolls_the_recovery_forward(
     assert not sink.log.get(0).lost
 
 
-@pytest.mark.xfail(strict=True, reason="WIP: digest not filled in yet")
 def test_prepare_rolls_a_recorded_recovery_forward(sink: Harness, faults,
                                                    tmp_path: Path) -> None:
     """Finding 3: prepare() rolled decisions forward but not a replay's recorded recovery

@@ -172,7 +172,6 @@ def test_invariant4_partial_loss_names_what_was_lost(sink: Harness, faults, tmp_
     assert_no_open_transactions(sink.bootstrap, sink.topic)
 
 
-@pytest.mark.xfail(strict=True, reason="WIP: digest not filled in yet")
 def test_invariant4_replay_rewrites_a_transaction_lost_mid_commit(
     sink: Harness, faults, tmp_path
 ) -> None:

@@ -342,3 +342,59 @@ def test_the_same_checkpoint_path_on_two_clusters_stops_the_replaced_query(
     assert "query-prod" in str(err.value)
     wrote += _run(dr, range(1), "D")
     assert_once_on_kafka(dr, wrote)
+
+
+# -- finding 2: "lost" is read from the log, not guessed from an error code -------------------
+
+
+def test_operator_fence_after_the_commit_is_not_a_loss(sink: Harness, faults) -> None:
+    """`eoskafka fence --prefix` on a crashed query whose batch had committed but was not yet
+    marked done: the roll-forward's EndTxn gets PRODUCER_FENCED. Before, that was a loss, and
+    the replay rewrote the "lost" rows: every record twice."""
+    handoffs = [sink.task(p, vals(f"t{p}")) for p in range(2)]
+    faults("commit.before_done=raise")  # every EndTxn answered NONE; the driver dies here
+    with pytest.raises(RuntimeError, match="injected fault"):
+        sink.driver.commit(0, handoffs, tasks=2)
+    faults("")
+    with sink.wire() as wire:
+        fence(wire, sink.ids.pool(2), 60000)  # the operator closes "lingering" transactions
+    sink.driver.prepare(new_run=True)  # the restarted query rolls batch 0 forward
+    decision = sink.log.get(0)
+    assert decision.done and not decision.lost and not decision.lost_handoffs
+    sink.driver.commit(0, [sink.task(p, vals(f"t{p}")) for p in range(2)], tasks=2)  # replay
+    assert_once_on_kafka(sink, Counter(vals("t0") + vals("t1")))
+
+
+def test_fenced_after_an_unknown_outcome_is_read_from_the_log(
+        sink: Harness, faults, tmp_path: Path) -> None:
+    """EndTxn committed but its answer was lost (unknown); before the retry, the id was
+    fenced (a zombie, an operator): the retry gets PRODUCER_FENCED. Before, that counted as
+    lost and a replay wrote the rows again."""
+    import threading
+
+    from tests.sink_harness import await_path
+
+    handoffs = [sink.task(0, vals("answer-lost"))]
+    gate = tmp_path / "gate"
+    faults(f"endtxn.commit.answered=block:{gate}@{tmp_path / 'once1'},"
+           f"endtxn.commit.answered=drop@{tmp_path / 'once2'}")
+    errors: list[BaseException] = []
+
+    def commit() -> None:
+        try:
+            sink.driver.commit(0, handoffs, tasks=1)
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    t = threading.Thread(target=commit, daemon=True)
+    t.start()
+    await_path(gate.with_suffix(".started"))  # committed; the answer is about to be lost
+    with sink.wire() as wire:
+        fence(wire, [handoffs[0].transactional_id], 60000)
+    gate.with_suffix(".release").touch()
+    t.join(120)
+    faults("")
+    assert errors == []
+    decision = sink.log.get(0)
+    assert decision.done and not decision.lost
+    assert_once_on_kafka(sink, Counter(vals("answer-lost")))

@@ -279,8 +279,8 @@ class DriverProtocol:
                 decisions.record_recovery(batch_id, recovery)
             else:
                 unmatched = list(previous.lost_handoffs)
-        kept = {(h.transactional_id, h.epoch) for h in [*previous.committing, *recovery]}
-        duplicates = [h for h in fresh if (h.transactional_id, h.epoch) not in kept]
+        kept = {_key(h) for h in [*previous.committing, *recovery]}
+        duplicates = [h for h in fresh if _key(h) not in kept]
         finish(wire, duplicates, commit=False, deadline_s=_ABORT_DEADLINE_S)
         log.warning("eoskafka: batch %s was already committed; aborted %d replayed transactions",
                     batch_id, len(duplicates))
@@ -432,7 +432,7 @@ class DriverProtocol:
         batch = BATCH_WRITE if batch_id is None else batch_id
         lineage = self._lineage_of(handoffs)
         with self.wire_factory() as wire:
-            kept: set[tuple[str, int]] = set()
+            kept: set[str] = set()
             if self.decisions is not None:
                 decisions = self._view(lineage)
                 previous = decisions.get(batch)
@@ -442,8 +442,8 @@ class DriverProtocol:
                     if previous.state in UNFINISHED:
                         self._finish(wire, previous, raise_lost=False)
                         previous = decisions.get(batch) or previous
-                    kept = {(h.transactional_id, h.epoch) for h in previous.committing}
-            finish(wire, [h for h in handoffs if (h.transactional_id, h.epoch) not in kept],
+                    kept = {_key(h) for h in previous.committing}
+            finish(wire, [h for h in handoffs if _key(h) not in kept],
                    commit=False, deadline_s=_ABORT_DEADLINE_S)
             if self.decisions is not None:
                 pool = self.decisions.pool()
@@ -488,6 +488,8 @@ def _replacements(wire: KafkaWire, lost: list[TxnHandoff],
 
 
 def _key(h: TxnHandoff) -> str:
+    """A transaction's identity: id, producer id and epoch. The epoch alone is not enough:
+    an expired id comes back with a new producer id and the same low epochs."""
     return f"{h.transactional_id}/{h.producer_id}/{h.epoch}"
 
 

@@ -427,6 +427,7 @@ def _when(stamp: float | None) -> str:
 
 
 def _as_uri(location: str) -> str:
-    if "://" in location:
-        return location
-    return "file://" + os.path.abspath(location)
+    """A URI pyarrow opens: plain paths are local; Hadoop's ``s3a://`` is ``s3://``."""
+    from .lineage import pyarrow_uri
+
+    return pyarrow_uri(location)

@@ -32,7 +32,7 @@ def query_id_at(checkpoint_location: str | None) -> str | None:
     read (no checkpoint, a scheme pyarrow has no filesystem for, not written yet)."""
     if not checkpoint_location:
         return None
-    uri = _uri(checkpoint_location.rstrip("/") + "/metadata")
+    uri = pyarrow_uri(checkpoint_location.rstrip("/") + "/metadata")
     try:
         fs, path = pafs.FileSystem.from_uri(uri)
         with fs.open_input_stream(path) as src:
@@ -54,7 +54,8 @@ def task_lineage(context: object | None) -> str:
     return value or ""
 
 
-def _uri(location: str) -> str:
+def pyarrow_uri(location: str) -> str:
+    """A URI pyarrow's filesystems open (shared with the decision log)."""
     scheme, sep, rest = location.partition("://")
     if sep:
         return f"{_SCHEMES.get(scheme, scheme)}://{rest}"

@@ -151,3 +151,15 @@ def test_prune_keeps_growth_bounded(tmp_path: Path, monkeypatch) -> None:
     assert log.batch_ids() == [4, 5, 6]  # the newest 3, of which one unfinished
     dirs = sorted(p.name for p in (tmp_path / "eoskafka" / "decisions").iterdir())
     assert dirs == ["q", "w3", "w4"]
+
+
+def test_query_id_from_the_checkpoint_metadata(tmp_path: Path) -> None:
+    from eos_kafka_source.sink.lineage import pyarrow_uri, query_id_at
+
+    (tmp_path / "ckpt").mkdir()
+    assert query_id_at(str(tmp_path / "ckpt")) is None  # not written yet: from the tasks
+    (tmp_path / "ckpt" / "metadata").write_text('{"id":"2ccb9404-b880"}\n')
+    assert query_id_at(str(tmp_path / "ckpt")) == "2ccb9404-b880"
+    assert query_id_at(None) is None
+    assert query_id_at("dbfs:/no/such/scheme") is None  # pyarrow has no filesystem for it
+    assert pyarrow_uri("s3a://bucket/ck") == "s3://bucket/ck"

@@ -20,17 +20,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
 
 from ..errors import (
     DecisionLogConflictError,
-    PreviousWriteCompletedError,
     TimeoutError_,
     TransactionLostError,
     TransactionOutcomeUnknownError,
 )
 from ..faults import fault_point
-from ..wire import TXN_PROTOCOL, KafkaWire, ProducerIdentity
+from ..wire import KafkaWire, ProducerIdentity
 from .claims import claim_prefix
 from .committer import FinishReport, finish, liveness
 from .decision_log import Decision, DecisionLog, PoolState
@@ -38,7 +36,8 @@ from .decision_states import UNFINISHED, Event, State, commit_event, transition
 from .fencing import fence, fence_identities, probe_beyond
 from .handoff import TxnHandoff
 from .naming import TransactionalIdFactory
-from .txn_log import read_transaction
+from .refusals import refuse_foreign, refuse_superseded
+from .replacement import previous_write_completed, replacements, txn_key
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +114,7 @@ class DriverProtocol:
                 self._fence_pool(wire, pool, probe=True)
             self.decisions.mark_planned()
         if completed:
-            raise _previous_write_completed(self.decisions.location, completed)
+            raise previous_write_completed(self.decisions.location, completed)
 
     def _bind(self) -> None:
         """A streaming query's log must be its own (invariant 8; DecisionLog.bind)."""
@@ -211,7 +210,7 @@ class DriverProtocol:
     def commit(self, batch_id: int | None, handoffs: list[TxnHandoff], tasks: int) -> FinishReport:
         """Durable decision, EndTxn commit for all, mark done (invariants 1, 3, 4, 8)."""
         started = time.perf_counter()
-        self._refuse_foreign(handoffs)
+        refuse_foreign(self.ids, handoffs)
         lineage = self._lineage_of(handoffs)
         batch = BATCH_WRITE if batch_id is None else batch_id
         decisions = self._view(lineage) if self.decisions is not None else None
@@ -224,7 +223,7 @@ class DriverProtocol:
                     state = self._replay(wire, previous, handoffs)
                     if state is not State.VOID:
                         return FinishReport(done=[], lost=[])
-                self._refuse_superseded(handoffs, decisions.pool())
+                refuse_superseded(handoffs, decisions.pool())
             coordinators = self._refuse_dead(wire, batch, handoffs)  # batch writes too
             if decisions is not None:
                 fault_point("commit.before_decision")
@@ -272,15 +271,15 @@ class DriverProtocol:
         unmatched: list[TxnHandoff] = []
         recovery: list[TxnHandoff] = []
         if state is State.LOST:
-            recovery = _replacements(wire, list(previous.lost_handoffs), fresh)
+            recovery = replacements(wire, list(previous.lost_handoffs), fresh)
             if recovery:
                 self._refuse_dead(wire, batch_id, recovery)
                 state = transition(state, Event.REPLACEMENT)
                 decisions.record_recovery(batch_id, recovery)
             else:
                 unmatched = list(previous.lost_handoffs)
-        kept = {_key(h) for h in [*previous.committing, *recovery]}
-        duplicates = [h for h in fresh if _key(h) not in kept]
+        kept = {txn_key(h) for h in [*previous.committing, *recovery]}
+        duplicates = [h for h in fresh if txn_key(h) not in kept]
         finish(wire, duplicates, commit=False, deadline_s=_ABORT_DEADLINE_S)
         log.warning("eoskafka: batch %s was already committed; aborted %d replayed transactions",
                     batch_id, len(duplicates))
@@ -315,7 +314,7 @@ class DriverProtocol:
             self._raise_unknown(decision.batch_id, report, "rewriting lost transactions")
         state = transition(State.RECOVERING, Event.REWRITTEN)
         replaced = {h.extra.get("replaces") for h in report.done}
-        still = [h for h in decision.lost_handoffs if _key(h) not in replaced]
+        still = [h for h in decision.lost_handoffs if txn_key(h) not in replaced]
         lost = [f"{h.describe()}: lost, not rewritten by a replay" for h in still]
         decisions.mark_done(decision.batch_id, lost, [])
         decisions.clear_recovery(decision.batch_id)
@@ -360,22 +359,6 @@ class DriverProtocol:
             pool.prefix, pool.owner = self.ids.prefix, self.owner
             self.decisions.save_pool(pool)
 
-    def _refuse_foreign(self, handoffs: list[TxnHandoff]) -> None:
-        other_protocol = [h for h in handoffs if h.open and h.txn_protocol != TXN_PROTOCOL]
-        if other_protocol:
-            raise TransactionLostError(
-                f"refusing hand-offs written with transaction protocol generation "
-                f"{other_protocol[0].txn_protocol}; this driver finishes generation "
-                f"{TXN_PROTOCOL} only (mixed eoskafka versions?): "
-                + "; ".join(h.describe() for h in other_protocol)
-            )
-        foreign = [h for h in handoffs if self.ids.task_of(h.transactional_id) is None]
-        if foreign:
-            raise TransactionLostError(
-                "refusing hand-offs that do not belong to this query's id prefix "
-                f"{self.ids.prefix!r}: " + "; ".join(h.describe() for h in foreign)
-            )
-
     def _refuse_dead(self, wire: KafkaWire, batch_id: int,
                      handoffs: list[TxnHandoff]) -> dict[str, int]:
         """Before deciding: every transaction must still be live, or nothing is committed.
@@ -412,16 +395,6 @@ class DriverProtocol:
             + "; ".join(f"{h.describe()}: {why}" for h, why in dead)
         )
 
-    def _refuse_superseded(self, handoffs: list[TxnHandoff], pool: PoolState) -> None:
-        stale = [h for h in handoffs
-                 if h.open and pool.fenced_producers.get(h.transactional_id) == h.producer_id
-                 and h.epoch <= pool.fenced_epochs.get(h.transactional_id, -1)]
-        if stale:
-            raise TransactionLostError(
-                "refusing hand-offs whose epoch the driver has already fenced (a zombie "
-                "attempt's message): " + "; ".join(h.describe() for h in stale)
-            )
-
     # -- abort ---------------------------------------------------------------------------------
 
     def abort(self, batch_id: int | None, handoffs: list[TxnHandoff], tasks: int) -> None:
@@ -442,8 +415,8 @@ class DriverProtocol:
                     if previous.state in UNFINISHED:
                         self._finish(wire, previous, raise_lost=False)
                         previous = decisions.get(batch) or previous
-                    kept = {_key(h) for h in previous.committing}
-            finish(wire, [h for h in handoffs if _key(h) not in kept],
+                    kept = {txn_key(h) for h in previous.committing}
+            finish(wire, [h for h in handoffs if txn_key(h) not in kept],
                    commit=False, deadline_s=_ABORT_DEADLINE_S)
             if self.decisions is not None:
                 pool = self.decisions.pool()
@@ -463,49 +436,3 @@ def _remember(pool: PoolState, fenced: dict[str, ProducerIdentity]) -> None:
     for tid, who in fenced.items():
         pool.fenced_epochs[tid] = who.epoch
         pool.fenced_producers[tid] = who.producer_id
-
-
-def _replacements(wire: KafkaWire, lost: list[TxnHandoff],
-                  fresh: list[TxnHandoff]) -> list[TxnHandoff]:
-    """The replay's hand-offs that can stand in for lost ones: exactly the same rows, read
-    back from the log (the lost transaction's aborted records are still there, the replay's
-    are open), in the same output partitions (invariant 10). Counts alone are not enough: a
-    changed minPartitions or a non-deterministic query writes other rows with equal counts.
-    Each replacement names the lost transaction it stands for and their common digest."""
-    out: list[TxnHandoff] = []
-    for gone in lost:
-        for candidate in fresh:
-            if not candidate.open or candidate.partitions != gone.partitions or any(
-                    candidate is o for o in out):
-                continue
-            a = read_transaction(wire, gone, records=True)  # aborted: its marker is there
-            b = read_transaction(wire, candidate, records=True, wait=False)  # still open
-            if a.records is not None and a.records == b.records:
-                out.append(replace(candidate, digest=a.digest(),
-                                   extra={**candidate.extra, "replaces": _key(gone)}))
-                break
-    return out
-
-
-def _key(h: TxnHandoff) -> str:
-    """A transaction's identity: id, producer id and epoch. The epoch alone is not enough:
-    an expired id comes back with a new producer id and the same low epochs."""
-    return f"{h.transactional_id}/{h.producer_id}/{h.epoch}"
-
-
-def _previous_write_completed(location: str, decisions: list[Decision | None]
-                              ) -> PreviousWriteCompletedError:
-    done = [d for d in decisions if d is not None]
-    records = sum(h.records for d in done for h in d.handoffs)
-    lost = sum(len(d.lost) for d in done)
-    topics = sorted({t for d in done for h in d.handoffs for t, _, _ in h.partitions})
-    when = ", ".join(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(d.decided_at))
-                     for d in done)
-    return PreviousWriteCompletedError(
-        f"an earlier batch write with decisionLogLocation {location} (decided {when}) was "
-        "interrupted after its commit decision, and eoskafka has now finished it: its "
-        f"{records} records to {', '.join(topics) or 'its topics'} are committed"
-        + (f" ({lost} transaction(s) of it were lost, see `eoskafka txns`)" if lost else "")
-        + ". If the write you are starting reruns that write, it is already complete: do not "
-        "run it again. Otherwise run your write again (this is reported once)."
-    )

@@ -249,7 +249,7 @@ def produce_errors(response: object) -> dict[TopicPartition, tuple[int, str | No
 
 def produce_offsets(response: object) -> dict[TopicPartition, int]:
     """Per-partition base offset a Produce response assigned (-1 when it gave none)."""
-    return {(topic.name, part.index): part.base_offset
+    return {(topic.name, part.index): getattr(part, "base_offset", -1)
             for topic in response.responses  # type: ignore[attr-defined]
             for part in topic.partition_responses}
 

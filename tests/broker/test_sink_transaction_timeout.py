@@ -74,21 +74,37 @@ def test_task_stalled_past_the_timeout_fails_the_batch_whole_then_replay_commits
     assert_once_on_kafka(sink, Counter(vals("replay0") + vals("replay1")))
 
 
-def _decided_then_down_past_the_timeout(sink: Harness, faults, tmp_path: Path) -> Harness:
-    """The driver records its decision and dies before any EndTxn; it stays down until
-    Kafka has aborted the decided transactions. Returns the restarted driver, prepared."""
+def _decided_then_down_past_the_timeout(sink: Harness, faults, tmp_path: Path,
+                                        point: str = "commit.between_endtxn") -> Harness:
+    """The driver records its decision and dies (at ``point``: between its two EndTxns, so
+    task 0's transaction committed; or right after the decision, before any EndTxn); it
+    stays down until Kafka has aborted what was still open. Returns the restarted driver,
+    prepared."""
     handoffs = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
-    faults(f"commit.after_decision=raise@{tmp_path / 'once'}")
+    faults(f"{point}=raise@{tmp_path / 'once'}")
     with pytest.raises(RuntimeError, match="injected fault"):
         sink.driver.commit(0, handoffs, tasks=2)
     faults("")
-    _await_timeout_abort(sink, vals("b0t0") + vals("b0t1"))
+    open_values = vals("b0t1") if point == "commit.between_endtxn" else vals("b0t0") + vals(
+        "b0t1")
+    _await_timeout_abort(sink, open_values)
     restarted = Harness(sink.bootstrap, sink.topic, sink.ids.prefix, tmp_path / "ckpt",
                         timeout_ms=TIMEOUT_MS)
-    restarted.driver.prepare(new_run=True)  # rolls forward: both lost, recorded, not raised
-    decision = restarted.log.get(0)
-    assert decision is not None and decision.done and len(decision.lost_handoffs) == 2
+    restarted.driver.prepare(new_run=True)  # rolls forward: lost ones recorded, not raised
     return restarted
+
+
+def test_driver_down_past_the_timeout_before_any_endtxn_withdraws_the_decision(
+        sink: Harness, faults, tmp_path) -> None:
+    """Every decided transaction aborted by Kafka (the log shows ABORT markers): nothing of
+    the batch was committed, so the decision is withdrawn and the replay commits as a new
+    batch, whatever rows it writes: no loss, nothing twice."""
+    restarted = _decided_then_down_past_the_timeout(sink, faults, tmp_path,
+                                                    "commit.after_decision")
+    assert restarted.log.get(0) is None
+    replay = [restarted.task(0, vals("b0t0")), restarted.task(1, vals("other", 7))]
+    restarted.driver.commit(0, replay, tasks=2)
+    assert_once_on_kafka(restarted, Counter(vals("b0t0") + vals("other", 7)))
 
 
 def test_driver_down_past_the_timeout_replay_rewrites_the_lost_transactions(
@@ -97,6 +113,8 @@ def test_driver_down_past_the_timeout_replay_rewrites_the_lost_transactions(
     Before: the restarted driver's planning raised TRANSACTION_LOST, so the replay that
     could rewrite them only ran after a second restart."""
     restarted = _decided_then_down_past_the_timeout(sink, faults, tmp_path)
+    decision = restarted.log.get(0)
+    assert decision.done and len(decision.lost_handoffs) == 1  # task 1's, read from the log
     replay = [restarted.task(p, vals(f"b0t{p}")) for p in range(2)]
     restarted.driver.commit(0, replay, tasks=2)
     decision = restarted.log.get(0)
@@ -127,5 +145,5 @@ def test_driver_down_past_the_timeout_loss_is_named_once_and_shown_by_txns(
     assert any(sink.ids.for_task(1) in entry for entry in batch["lost"])
     assert main(["txns", "--checkpoint", str(tmp_path / "ckpt")]) == 0
     assert "batch 0 lost:" in capsys.readouterr().out
-    # Task 0's rows were rewritten by the first replay; task 1's are lost (not doubled).
+    # Task 0's rows committed before the crash; task 1's are lost (not doubled).
     assert_once_on_kafka(restarted, Counter(vals("b0t0")))

@@ -6,8 +6,10 @@ failure tests (coordinator failover, transaction timeout).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -117,3 +119,25 @@ def assert_once_on_kafka(h: Harness, expected: Counter[bytes]) -> None:
     assert assert_java_agrees(h.bootstrap, h.topic) == sum(expected.values())
     assert open_transactions_of(h.bootstrap, h.ids.prefix) == []
     assert_no_open_transactions(h.bootstrap, h.topic)
+
+
+class Background:
+    """``call`` in a thread; :meth:`outcome` joins it, fails the test if it is still running,
+    and returns the exception it raised (None if it returned)."""
+
+    def __init__(self, call: Callable[[], object]) -> None:
+        self.error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                call()
+            except BaseException as exc:  # noqa: BLE001 - handed to the test by outcome()
+                self.error = exc
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def outcome(self, timeout_s: float = 60) -> BaseException | None:
+        self.thread.join(timeout_s)
+        assert not self.thread.is_alive(), f"the background call did not end in {timeout_s}s"
+        return self.error

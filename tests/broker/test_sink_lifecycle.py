@@ -28,7 +28,7 @@ from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter
 from tests.brokers import ON_TANSU
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
-from tests.sink_harness import Harness, assert_once_on_kafka, vals
+from tests.sink_harness import Background, Harness, assert_once_on_kafka, await_path, vals
 
 SCHEMA = StructType([StructField("value", BinaryType())])
 
@@ -218,29 +218,15 @@ def _wire(bootstrap: str):  # noqa: ANN202
 
 def _lose_task_1(sink: Harness, faults, tmp_path: Path, tag: str = "b0t"):  # noqa: ANN202
     """Batch 0 decided, then a zombie fences task 1's transaction mid-commit: lost."""
-    import threading
-
     first = [sink.task(p, vals(f"{tag}{p}")) for p in range(2)]
     gate = tmp_path / "gate"
     faults(f"commit.after_decision=block:{gate}")
-    errors: list[BaseException] = []
-
-    def commit() -> None:
-        try:
-            sink.driver.commit(0, first, tasks=2)
-        except BaseException as exc:  # noqa: BLE001 - asserted below
-            errors.append(exc)
-
-    t = threading.Thread(target=commit, daemon=True)
-    t.start()
-    from tests.sink_harness import await_path
-
+    committing = Background(lambda: sink.driver.commit(0, first, tasks=2))
     await_path(gate.with_suffix(".started"))
     sink.task(1, vals("zombie"))
     faults("")
     gate.with_suffix(".release").touch()
-    t.join(60)
-    assert errors and isinstance(errors[0], TransactionLostError), errors
+    assert isinstance(committing.outcome(), TransactionLostError)
     sink.driver.abort(0, first, tasks=2)
     return first
 
@@ -370,31 +356,17 @@ def test_fenced_after_an_unknown_outcome_is_read_from_the_log(
     """EndTxn committed but its answer was lost (unknown); before the retry, the id was
     fenced (a zombie, an operator): the retry gets PRODUCER_FENCED. Before, that counted as
     lost and a replay wrote the rows again."""
-    import threading
-
-    from tests.sink_harness import await_path
-
     handoffs = [sink.task(0, vals("answer-lost"))]
     gate = tmp_path / "gate"
     faults(f"endtxn.commit.answered=block:{gate}@{tmp_path / 'once1'},"
            f"endtxn.commit.answered=drop@{tmp_path / 'once2'}")
-    errors: list[BaseException] = []
-
-    def commit() -> None:
-        try:
-            sink.driver.commit(0, handoffs, tasks=1)
-        except BaseException as exc:  # noqa: BLE001 - asserted below
-            errors.append(exc)
-
-    t = threading.Thread(target=commit, daemon=True)
-    t.start()
+    committing = Background(lambda: sink.driver.commit(0, handoffs, tasks=1))
     await_path(gate.with_suffix(".started"))  # committed; the answer is about to be lost
     with sink.wire() as wire:
         fence(wire, [handoffs[0].transactional_id], 60000)
     gate.with_suffix(".release").touch()
-    t.join(120)
+    assert committing.outcome(120) is None
     faults("")
-    assert errors == []
     decision = sink.log.get(0)
     assert decision.done and not decision.lost
     assert_once_on_kafka(sink, Counter(vals("answer-lost")))

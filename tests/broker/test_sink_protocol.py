@@ -7,9 +7,7 @@ output with the independent oracle.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,32 +21,9 @@ from eos_kafka_source.errors import (
 from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, committed_view
-from tests.sink_harness import Harness, await_path, vals
+from tests.sink_harness import Background, Harness, await_path, vals
 
-
-class _Background:
-    """``call`` in a thread; :meth:`outcome` joins it, fails the test if it is still running,
-    and returns the exception it raised (None if it returned)."""
-
-    def __init__(self, call: Callable[[], object]) -> None:
-        self.error: BaseException | None = None
-
-        def run() -> None:
-            try:
-                call()
-            except BaseException as exc:  # noqa: BLE001 - handed to the test by outcome()
-                self.error = exc
-
-        self.thread = threading.Thread(target=run, daemon=True)
-        self.thread.start()
-
-    def outcome(self, timeout_s: float = 60) -> BaseException | None:
-        self.thread.join(timeout_s)
-        assert not self.thread.is_alive(), f"the background call did not end in {timeout_s}s"
-        return self.error
-
-
-
+_Background = Background
 _await = await_path
 _vals = vals
 

@@ -14,7 +14,8 @@ from eos_kafka_source.errors import ConnectionDroppedError, KafkaProtocolError, 
 from eos_kafka_source.sink.produce import Batch, ProducePipeline
 
 TP = ("t", 0)
-Answer = Callable[[int, dict[tuple[str, int], int]], int | BaseException]
+#: A code, or (code, base offset), or an exception to raise.
+Answer = Callable[[int, dict[tuple[str, int], int]], int | tuple[int, int] | BaseException]
 
 
 class ScriptedWire:
@@ -40,8 +41,9 @@ class ScriptedWire:
             code = self.answer(node, seqs)
             if isinstance(code, BaseException):
                 raise code
+            code, offset = code if isinstance(code, tuple) else (code, -1)
             out.append(SimpleNamespace(responses=[SimpleNamespace(name="t", partition_responses=[
-                SimpleNamespace(index=p, error_code=code, error_message=None)
+                SimpleNamespace(index=p, error_code=code, error_message=None, base_offset=offset)
                 for (_, p) in seqs])]))
         return out
 
@@ -130,3 +132,49 @@ def test_gives_up_after_the_delivery_timeout_naming_the_partition() -> None:
     with pytest.raises(TimeoutError_, match=r"t-0 .*NOT_ENOUGH_REPLICAS.*min.insync.replicas"):
         pipeline.send(1, [_batch(0)])
         pipeline.flush()
+
+
+def test_first_offset_is_the_first_batch_s_even_when_it_is_acknowledged_last() -> None:
+    """The first batch fails over to a new leader and is acknowledged after the second: the
+    first offset is still the first batch's (sequence order, not answer order)."""
+    leader = [1]
+
+    def answer(node: int, seqs: dict) -> int | tuple[int, int]:
+        if node == 1:
+            return 6 if seqs[TP] == 0 else 45
+        return 0, 1000 + seqs[TP]  # the new leader: offset follows the sequence
+
+    wire = ScriptedWire(answer)
+    pipeline = _pipeline(wire, leader)
+    pipeline.send(1, [_batch(0)])
+    pipeline.send(1, [_batch(10)])
+    leader[0] = 2
+    pipeline.flush()
+    assert pipeline.first_offsets == {TP: 1000}
+
+
+def test_a_duplicate_answer_gives_no_first_offset() -> None:
+    """The first batch's only answer is DUPLICATE_SEQUENCE_NUMBER (no usable offset, Tansu):
+    the partition has no first offset rather than the second batch's."""
+    answers = iter([13, (46, -1), (0, 77)])
+
+    def answer(node: int, seqs: dict) -> int | tuple[int, int]:
+        return next(answers)
+
+    wire = ScriptedWire(answer)
+    pipeline = _pipeline(wire, [1])
+    pipeline.send(1, [_batch(0)])
+    pipeline.flush()
+    pipeline.send(1, [_batch(10)])
+    pipeline.flush()
+    assert pipeline.acked == {TP: 20}
+    assert pipeline.first_offsets == {}
+
+
+def test_first_offset_of_a_plain_acknowledgement() -> None:
+    wire = ScriptedWire(lambda node, seqs: (0, 5 + seqs[TP]))
+    pipeline = _pipeline(wire, [1])
+    pipeline.send(1, [_batch(0)])
+    pipeline.send(1, [_batch(10)])
+    pipeline.flush()
+    assert pipeline.first_offsets == {TP: 5}

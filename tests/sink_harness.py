@@ -90,18 +90,14 @@ def vals(tag: str, n: int = 30) -> list[bytes]:
 
 
 def open_transactions_of(bootstrap: str, prefix: str) -> list[dict[str, str]]:
-    """Kafka's own view (kafka-transactions describe) of the ids under ``prefix`` not ended."""
+    """Kafka's own view (kafka-transactions list, one JVM run) of the ids under ``prefix``
+    whose transaction has not ended."""
     from eos_kafka_source.apache_kafka import KafkaTools
-    from eos_kafka_source.apache_kafka.tools import OPEN_STATES, TRANSACTIONS, _table
+    from eos_kafka_source.apache_kafka.tools import OPEN_STATES
 
-    tools = KafkaTools(bootstrap)
-    rows = []
-    for row in tools.transactions():
-        tid = row.get("TransactionalId", "")
-        if tid.startswith(prefix):
-            described = _table(tools.run(TRANSACTIONS, "describe", "--transactional-id", tid))
-            rows.extend(d for d in described if d.get("TransactionState") in OPEN_STATES)
-    return rows
+    return [row for row in KafkaTools(bootstrap).transactions()
+            if row.get("TransactionalId", "").startswith(prefix)
+            and row.get("TransactionState") in OPEN_STATES]
 
 
 def assert_once_on_kafka(h: Harness, expected: Counter[bytes]) -> None:

@@ -87,6 +87,7 @@ def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:
     def wrapper(self: SourcePlanner, *args: Any, **kwargs: Any) -> _T:
         deadline = time.monotonic() + RECONNECT_BUDGET_S
         pause = 0.2
+        answered = self._reached  # some broker of the cluster has answered us
         while True:
             try:
                 result = method(self, *args, **kwargs)
@@ -94,8 +95,12 @@ def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:
                 return result
             except (ConnectionDroppedError, BrokerUnreachableError) as exc:
                 self.close()
-                # A broker never reached, or refusing our credentials, fails at once.
-                if (isinstance(exc, AuthenticationError) or not self._reached
+                # A dropped connection to one node comes after the bootstrap answered: the
+                # cluster is there, that broker is down (its partitions move). Only a
+                # cluster no bootstrap server answers, or one refusing our credentials,
+                # fails at once (issue 15 finding 9: one broker of three down at start).
+                answered = answered or isinstance(exc, ConnectionDroppedError)
+                if (isinstance(exc, AuthenticationError) or not answered
                         or time.monotonic() + pause > deadline):
                     raise
                 log.warning("eoskafka source: %s; reconnecting in %.1f s", exc, pause)

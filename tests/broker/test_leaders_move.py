@@ -261,3 +261,51 @@ def test_group_offsets_follow_a_killed_group_coordinator(kafka: KafkaCluster,
         commit_offset(wire, group, unique, 0, 8, "second")
         assert find_coordinator(wire, group, GROUP) != coordinator
         assert fetch_offset(wire, group, unique, 0) == (8, "second")
+
+
+# -- starting while a broker is down (issue 15 finding 9, issue 16) ---------------------------
+
+
+def test_a_query_starts_while_one_broker_of_three_is_down(kafka: KafkaCluster, unique: str,
+                                                          tmp_path) -> None:
+    """Measured before the fix: a streaming query started during a broker kill failed in
+    initialOffset with EOSKAFKA_CONNECTION_DROPPED after 10 s (the "never reached a broker"
+    fail-fast took one dead leader for an unreachable cluster), while Spark's connector
+    retries. Planning, the writer's preflight, the driver's fencing at start, a task and the
+    commit now all go on: the dead broker's partitions and coordinators move to the others."""
+    from eos_kafka_source.options import SourceOptions
+    from eos_kafka_source.source.planner import SourcePlanner
+    from tests.sink_harness import Harness, vals
+
+    bootstrap = kafka.bootstrap_servers
+    src, out = f"{unique}-in", f"{unique}-out"
+    _create(bootstrap, src, 3)
+    _create(bootstrap, out, 3)
+    with _wire(bootstrap) as wire:
+        writer = _writer(wire, f"{unique}-feed", src)
+        rows = _rows("in", 3, 50)
+        writer.write_batch(rows)
+        handoff = writer.handoff()
+    _commit(bootstrap, handoff)
+    victim = _leaders(bootstrap, src)[0]
+    kafka.stop_node(victim, kill=True)  # before anything of the query starts
+
+    options = SourceOptions.parse({"kafka.bootstrap.servers": bootstrap, "subscribe": src,
+                                   "startingOffsets": "earliest"}, streaming=True)
+    planner = SourcePlanner(options)
+    try:
+        start = planner.initial_offsets()
+        assert sorted(start) == [(src, 0), (src, 1), (src, 2)]
+        latest = planner.latest_offsets(start)
+        assert sum(latest.end[tp] - start[tp] for tp in start) >= 150
+    finally:
+        planner.close()
+
+    sink = Harness(bootstrap, out, unique, tmp_path / "ckpt")
+    sink.driver.prepare(new_run=True)  # fences the pool: coordinators may be on the dead node
+    sink.driver.commit(0, [sink.task(p, vals(f"t{p}")) for p in range(2)], tasks=2)
+    await_markers(bootstrap, out)
+    committed = Counter(v for pv in committed_view(bootstrap, out).values()
+                        for v in pv.committed_values)
+    assert committed == Counter(vals("t0") + vals("t1"))
+    assert_no_open_transactions(bootstrap, out)

@@ -71,8 +71,10 @@ log = logging.getLogger(__name__)
 Offsets = dict[TopicPartition, int]
 _T = TypeVar("_T")
 #: How long planning keeps reconnecting to a broker that dropped the connection or is down
-#: (a broker restart, a rolling upgrade) before the error fails the query.
-RECONNECT_BUDGET_S = 30.0
+#: (a broker restart, a rolling upgrade) before the error fails the query: the Java
+#: consumer's default.api.timeout.ms (60 s), which Spark's connector inherits. A connection
+#: to a dead node costs kafka.socket.connection.setup.timeout.ms (10 s) before it is given up.
+RECONNECT_BUDGET_S = 60.0
 
 
 def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:

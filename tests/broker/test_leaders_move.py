@@ -301,8 +301,9 @@ def test_a_query_starts_while_one_broker_of_three_is_down(kafka: KafkaCluster, u
     finally:
         planner.close()
 
-    sink = Harness(bootstrap, out, unique, tmp_path / "ckpt")
-    sink.driver.prepare(new_run=True)  # fences the pool: coordinators may be on the dead node
+    sink = Harness(bootstrap, out, unique, tmp_path / "ckpt", claim=True)
+    sink.driver.prepare(new_run=True)  # claims the prefix and fences the pool: group and
+    # transaction coordinators may be on the dead node
     sink.driver.commit(0, [sink.task(p, vals(f"t{p}")) for p in range(2)], tasks=2)
     await_markers(bootstrap, out)
     committed = Counter(v for pv in committed_view(bootstrap, out).values()

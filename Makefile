@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults test-kafka39 test-fast test-faults lint demo \
-	demo-docker bench bench-connector contrast chaos smoke-spark smoke-spark40 clean
+	demo-docker bench bench-connector contrast chaos chaos-operator smoke-spark smoke-spark40 clean
 
 setup: $(STAMP)
 
@@ -102,6 +102,14 @@ CHAOS_DEADLINE ?=
 chaos: setup
 	SOAK=$(SOAK) $(PY) -m tests.chaos --broker $(BROKER) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) \
 	  $(if $(CHAOS_DEADLINE),--deadline $(CHAOS_DEADLINE))
+
+## The operator round on a 3-node Apache Kafka (tests/chaos/operator_faults.py): a checkpoint
+## reset with the decision log kept, a restart with changed options, `eoskafka fence` on a
+## crashed query, a failed batch write rerun with a fixed prefix, ids expiring while the
+## driver is down, a start during a broker outage; one of each (SOAK=N for a soak).
+chaos-operator: kafka-jars
+	SOAK=$(SOAK) $(PY) -m tests.chaos --broker kafka --operator \
+	  $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) $(if $(CHAOS_DEADLINE),--deadline $(CHAOS_DEADLINE))
 
 ## Smoke set (pytest -m smoke) on every older supported Spark minor, each in its own venv
 ## (.venv-spark4.0 ...); the newest (4.3) is the main venv's and runs in `make test`.

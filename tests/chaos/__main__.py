@@ -27,6 +27,13 @@ from .cluster import SparkCluster, spark_env
 from .faults import KINDS, Chaos
 from .feeder import Feeder, IdBlocks, Ledger
 from .kafka_faults import KAFKA_KINDS, WEIGHTS, KafkaChaos, quotas
+from .operator_faults import (
+    BATCH_TOPIC,
+    ID_EXPIRATION_MS,
+    OPERATOR_KINDS,
+    OperatorChaos,
+    operator_rows,
+)
 from .pipeline import Pipeline
 from .verdict import judge
 
@@ -63,17 +70,26 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                    help="give up (exit non-zero) after this many seconds "
                         "(default 600 + 120 per fault)")
     p.add_argument("--only", default=None, metavar="KIND,...",
-                   help=f"inject only these kinds (of {', '.join(KINDS)})")
+                   help=f"inject only these kinds (of {', '.join(KINDS)}; on Kafka of "
+                        f"{', '.join(KAFKA_KINDS + OPERATOR_KINDS)})")
+    p.add_argument("--operator", action="store_true",
+                   help="on Kafka: the operator round (what people do between runs: "
+                        f"{', '.join(OPERATOR_KINDS)}), one of each by default")
     p.add_argument("--work", type=Path, default=None, help="work directory (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     args = p.parse_args(argv)
+    if args.operator and args.broker != "kafka":
+        p.error("--operator needs --broker kafka")
     if args.faults is None:
-        args.faults = SHORT[args.broker] if soak in ("", "short") else int(soak)
-    kinds = KAFKA_KINDS if args.broker == "kafka" else KINDS
-    unknown = set((args.only or "").split(",")) - set(kinds) - {""}
+        short = len(OPERATOR_KINDS) if args.operator else SHORT[args.broker]
+        args.faults = short if soak in ("", "short") else int(soak)
+    kinds = (OPERATOR_KINDS if args.operator else KAFKA_KINDS) if args.broker == "kafka" \
+        else KINDS
+    allowed = KAFKA_KINDS + OPERATOR_KINDS if args.broker == "kafka" else KINDS
+    unknown = set((args.only or "").split(",")) - set(allowed) - {""}
     if unknown:
         p.error(f"--only: unknown kind(s) {sorted(unknown)} on {args.broker}; "
-                f"kinds are {', '.join(kinds)}")
+                f"kinds are {', '.join(allowed)}")
     args.kinds = tuple(args.only.split(",")) if args.only else kinds
     return args
 
@@ -110,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     faults_file.write_text("")
     on_kafka = args.broker == "kafka"
     s3, cluster = S3Server(work), SparkCluster(work / "spark")
-    broker = kafka_cluster(work) if on_kafka else durable_broker(s3, work)
+    operator = any(k in OPERATOR_KINDS for k in args.kinds)
+    broker = (kafka_cluster(work, short_id_expiry_ms=ID_EXPIRATION_MS if "ids_expire"
+                            in args.kinds else None) if on_kafka else durable_broker(s3, work))
     pipeline: Pipeline | None = None
     feeders: list[Feeder] = []
     try:
@@ -129,11 +147,15 @@ def main(argv: list[str] | None = None) -> int:
             "trigger": "2 seconds", "restart_backoff_s": 1.0,
             "output_partitions": OUTPUT_PARTITIONS, "broker": args.broker,
             "transaction_timeout_ms": args.txn_timeout_ms if on_kafka else None,
+            # Operator rounds keep the decision log apart, so a checkpoint reset keeps it.
+            "decision_log": str(work / "decisions") if operator else None,
         }
         replicas = 3 if on_kafka else 1
         with KafkaWire(_config(broker.bootstrap_servers)) as w:
             create_topic(w, cfg["input"], INPUT_PARTITIONS, replicas)
             create_topic(w, cfg["output"], OUTPUT_PARTITIONS, replicas)
+            if operator:
+                create_topic(w, BATCH_TOPIC, OUTPUT_PARTITIONS, replicas)
         cluster.start()
         say(f"Spark standalone cluster {cluster.url}: master + {cluster.workers} workers")
         ledger, ids = Ledger(), IdBlocks()
@@ -147,8 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         if pipeline.wait_progress(0, args.stall_timeout) is None:
             raise RuntimeError("the pipeline made no progress before the first fault")
         say("pipeline running: eoskafka source -> transform -> eoskafka sink")
-        chaos = (KafkaChaos(rng, cluster, broker, pipeline, cfg, work, faults_file,
-                            transaction_timeout_ms=args.txn_timeout_ms) if on_kafka
+        chaos_class = OperatorChaos if operator else KafkaChaos
+        chaos = (chaos_class(rng, cluster, broker, pipeline, cfg, work, faults_file,
+                             transaction_timeout_ms=args.txn_timeout_ms) if on_kafka
                  else Chaos(rng, cluster, broker, pipeline, cfg, work, faults_file))
         stalls = 0
         planned = schedule(rng, args.faults, args.kinds, WEIGHTS if on_kafka else None)
@@ -192,9 +215,11 @@ def main(argv: list[str] | None = None) -> int:
         from eos_kafka_source.sink.decision_log import DecisionLog
 
         verdict = judge(broker.bootstrap_servers, cfg, ledger, chaos.log.records, chaos.zombies,
-                        DecisionLog(cfg["checkpoint"]).pool().size,
+                        DecisionLog(cfg["decision_log"] or cfg["checkpoint"]).pool().size,
                         {"starts": pipeline.starts, "failed_runs": pipeline.count("query_failed")},
                         time.monotonic() - started)
+        if isinstance(chaos, OperatorChaos):
+            operator_rows(verdict, chaos, broker.bootstrap_servers)
         if not on_kafka:
             verdict.row("input LSO heal rounds (Tansu quirk)", heals)
         verdict.row("stalls (no progress after a fault)", stalls, problem=bool(stalls))

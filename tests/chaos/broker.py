@@ -72,9 +72,15 @@ def durable_broker(s3: S3Server, work: Path) -> EmbeddedBroker:
     return EmbeddedBroker(storage=f"s3://{BUCKET}/", env=env, log_path=str(work / "tansu.log"))
 
 
-def kafka_cluster(work: Path) -> KafkaCluster:
+def kafka_cluster(work: Path, short_id_expiry_ms: int | None = None) -> KafkaCluster:
     """Three Apache Kafka nodes (KRaft, each broker and controller), replication 3 with
     min.insync.replicas 2 (acknowledged writes survive one node's kill -9), logs under
     ``work/kafka``. The transaction maximum stays Kafka's default (15 minutes). A node
-    gets 5 minutes to come up: on a loaded machine a restart took over 90 s."""
-    return KafkaCluster(nodes=3, workdir=str(work / "kafka"), ready_timeout_s=300)
+    gets 5 minutes to come up: on a loaded machine a restart took over 90 s.
+    ``short_id_expiry_ms``: Kafka forgets idle transactional ids after that (7 days by
+    default), checked every second (operator chaos: ids expire while the driver is down)."""
+    config = {} if short_id_expiry_ms is None else {
+        "transactional.id.expiration.ms": str(short_id_expiry_ms),
+        "transaction.remove.expired.transaction.cleanup.interval.ms": "1000"}
+    return KafkaCluster(nodes=3, workdir=str(work / "kafka"), ready_timeout_s=300,
+                        broker_config=config)

@@ -82,10 +82,13 @@ def _start(spark: SparkSession, cfg: dict[str, Any], drain: bool) -> StreamingQu
         spark.readStream.format("eoskafka")
         .option("kafka.bootstrap.servers", cfg["bootstrap"])
         .option("subscribe", cfg["input"])
-        .option("startingOffsets", "earliest")
+        # An operator who rebuilt the checkpoint starts where the old query's output ended.
+        .option("startingOffsets", cfg.get("starting_offsets") or "earliest")
         .option("maxOffsetsPerTrigger", str(cfg["max_offsets"]))
-        .load()
     )
+    if cfg.get("min_partitions"):  # changed by the operator between runs (operator chaos)
+        df = df.option("minPartitions", str(cfg["min_partitions"]))
+    df = df.load()
     # The transformation: re-shape each record, keeping its id and where it came from.
     out = df.selectExpr(
         "key",
@@ -101,6 +104,8 @@ def _start(spark: SparkSession, cfg: dict[str, Any], drain: bool) -> StreamingQu
         .option("topic", cfg["output"])
         .option("checkpointLocation", cfg["checkpoint"])
     )
+    if cfg.get("decision_log"):  # kept apart from the checkpoint (survives a reset)
+        writer = writer.option("decisionLogLocation", cfg["decision_log"])
     if cfg.get("transaction_timeout_ms"):  # short on Kafka: a driver can be down past it
         writer = writer.option("kafka.transaction.timeout.ms", str(cfg["transaction_timeout_ms"]))
     if drain:
@@ -140,11 +145,12 @@ def main(argv: list[str]) -> int:
                 if payload[0] != run:
                     continue  # a previous run's notice
                 break
-            if payload in ("stop", "drain", "eof"):
+            if payload in ("stop", "drain", "eof", "halt"):
                 emit("stopping", run=run, why=payload)
                 query.stop()
                 emit("stopped", run=run)
-                if payload == "eof":
+                if payload in ("eof", "halt"):  # halt: the operator stops the query for good
+                    spark.stop()
                     return 0
                 drain = drain or payload == "drain"
                 break

@@ -207,7 +207,7 @@ class Chaos:
             raise RuntimeError("the driver did not react to the stop command in 60s")
 
     def zombie(self) -> None:
-        ckpt = self.cfg["checkpoint"]
+        ckpt = self.cfg.get("decision_log") or self.cfg["checkpoint"]  # where the prefix is from
         size = max(DecisionLog(ckpt).pool().size, 1)
         task = self.rng.randrange(size)
         tid = TransactionalIdFactory(default_prefix(ckpt)).for_task(task)

@@ -101,9 +101,9 @@ class KafkaChaos(Chaos):
     # -- cluster helpers -------------------------------------------------------------------
 
     def _sink_ids(self) -> list[str]:
-        ckpt = self.cfg["checkpoint"]
-        size = max(DecisionLog(ckpt).pool().size, 1)
-        return TransactionalIdFactory(default_prefix(ckpt)).pool(size)
+        location = self.cfg.get("decision_log") or self.cfg["checkpoint"]
+        size = max(DecisionLog(location).pool().size, 1)
+        return TransactionalIdFactory(default_prefix(location)).pool(size)
 
     def _with_wire(self, what: str, call: Any) -> Any:
         """``call(wire)`` on a fresh connection, retried while the cluster settles."""

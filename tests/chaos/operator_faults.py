@@ -1,0 +1,210 @@
+"""Operator actions as chaos kinds (issue 15, "operator chaos"), on the 3-node Kafka round.
+
+What people do between runs, at random moments, while the pipeline runs:
+
+- ``reset_checkpoint``: stop the query, delete its checkpoint, start a new query with the
+  same options from where the old one's output ended (``startingOffsets`` from the old
+  checkpoint's last batch that the sink decided); the decision log is kept apart
+  (``decisionLogLocation``), which is what made a reset lose rows before.
+- ``restart_changed_options``: kill the driver (at a random moment or at a commit step) and
+  restart it with ``maxOffsetsPerTrigger`` and ``minPartitions`` changed.
+- ``fence_crashed``: kill the driver at a commit step and run ``eoskafka fence --checkpoint``
+  on the crashed query before restarting it (it refuses while a decided batch is
+  unfinished: that refusal is the expected, loud outcome).
+- ``batch_rerun``: beside the stream, a batch ``df.write`` with a fixed prefix fails (a task
+  raises on every attempt) and is rerun; its rows must be in its topic exactly once.
+- ``ids_expire``: kill the driver after its EndTxns, before the decision is marked done,
+  and keep it down past ``transactional.id.expiration.ms`` (short on this cluster).
+- ``start_during_outage``: kill a broker, then kill and restart the driver while it is down.
+
+Each action's outcome is counted by kind in the verdict (:func:`operator_rows`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from .kafka_faults import KafkaChaos
+from .pipeline import ROOT
+
+OPERATOR_KINDS = ("reset_checkpoint", "restart_changed_options", "fence_crashed",
+                  "batch_rerun", "ids_expire", "start_during_outage")
+#: The cluster's transactional.id.expiration.ms when ids_expire runs (Kafka's is 7 days).
+ID_EXPIRATION_MS = 10_000
+BATCH_TOPIC, BATCH_ROWS = "chaos-batch", 200
+_EXIT_S = 120.0
+
+
+def committed_end_offsets(checkpoint: Path, decided: set[int]) -> str | None:
+    """The source offsets the old query's output ends at, as ``startingOffsets`` JSON: the
+    end of the last batch Spark committed or the sink decided (a decided batch is finished
+    by the next start); None when no batch ran."""
+    done = {int(p.name) for p in (checkpoint / "commits").glob("[0-9]*")}
+    planned = {int(p.name) for p in (checkpoint / "offsets").glob("[0-9]*")}
+    last = max((done | decided) & planned, default=None)
+    if last is None:
+        return None
+    lines = (checkpoint / "offsets" / str(last)).read_text().splitlines()
+    return json.dumps(json.loads(lines[2]))  # v1, metadata, then the one source's offsets
+
+
+class OperatorChaos(KafkaChaos):
+    """:class:`KafkaChaos` plus the operator kinds."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.outcomes: Counter[tuple[str, str]] = Counter()
+        self.batch_expected: Counter[bytes] = Counter()
+        self._batch_runs = 0
+
+    def _note(self, kind: str, outcome: str) -> None:
+        self.outcomes[(kind, outcome)] += 1
+
+    def _save_config(self) -> None:
+        self.pipeline.config_path.write_text(json.dumps(self.cfg, indent=1))
+
+    def _halt(self) -> None:
+        """Stop the query for good (the operator's ``query.stop()``) and let the driver exit."""
+        pid, since = self.pipeline.pid, self.pipeline.mark()
+        if self.pipeline.alive:
+            self.pipeline.send("halt")
+            if self.pipeline.wait_for(lambda e: e["event"] == "exited" and e["pid"] == pid,
+                                      since, _EXIT_S) is None:
+                self.pipeline.kill()
+
+    def _kill_at(self, points: tuple[str, ...]) -> tuple[str, bool]:
+        """SIGKILL the driver at one of ``points`` (a random moment if it did not fire)."""
+        point = self.rng.choice(points)
+        since, pid = self.pipeline.mark(), self.pipeline.pid
+        base, flag = self._arm(point, "killgroup")
+        exited = self.pipeline.wait_for(lambda e: e["event"] == "exited" and e["pid"] == pid,
+                                        since, 90)
+        self._disarm()
+        if exited is not None and flag.exists():
+            return point, True
+        self.pipeline.kill()
+        return point, False
+
+    # -- kinds -----------------------------------------------------------------------------
+
+    def reset_checkpoint(self) -> None:
+        self._halt()
+        checkpoint = Path(self.cfg["checkpoint"])
+        from eos_kafka_source.sink.decision_log import DecisionLog
+
+        log = DecisionLog(self.cfg["decision_log"])
+        decided = set(log.batch_ids())
+        start = committed_end_offsets(checkpoint, decided)
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        if start is not None:
+            self.cfg["starting_offsets"] = start
+        self._save_config()
+        self.pipeline.start()
+        self._note("reset_checkpoint", "new query started")
+        self.log.add("reset_checkpoint", f"query stopped, checkpoint deleted, new query from "
+                     f"{start or 'earliest'} with the decision log kept "
+                     f"({len(decided)} decisions of the old query)")
+
+    def restart_changed_options(self) -> None:
+        point, landed = self._kill_at(("commit.after_decision", "commit.between_endtxn",
+                                       "commit.before_done", "write.after_flush"))
+        self.cfg["max_offsets"] = self.rng.choice((500, 2000, 5000, 8000))
+        self.cfg["min_partitions"] = self.rng.choice((0, 2, 4, 6))
+        self.cfg["most_tasks"] = max(self.cfg.get("most_tasks") or 0, self.cfg["min_partitions"])
+        self._save_config()
+        self.pipeline.start()
+        self._note("restart_changed_options", "restarted")
+        self.log.add("restart_changed_options",
+                     f"driver killed at {point if landed else 'a random moment'}, restarted "
+                     f"with maxOffsetsPerTrigger={self.cfg['max_offsets']} "
+                     f"minPartitions={self.cfg['min_partitions'] or 'unset'}",
+                     point, landed)
+
+    def fence_crashed(self) -> None:
+        point, landed = self._kill_at(("commit.after_decision", "commit.between_endtxn",
+                                       "commit.before_done"))
+        location = self.cfg.get("decision_log") or self.cfg["checkpoint"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "eos_kafka_source.cli", "fence", "--checkpoint", location,
+             "-b", self.kafka.bootstrap_servers, "--probe", "--json"],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+            timeout=300)
+        outcome = {0: "fenced", 1: "refused (a decided batch unfinished)"}.get(
+            proc.returncode, f"error {proc.returncode}")
+        if proc.returncode not in (0, 1):
+            raise RuntimeError(f"eoskafka fence failed: {proc.stderr.decode()[-800:]}")
+        self._note("fence_crashed", outcome)
+        self.pipeline.start()
+        self.log.add("fence_crashed", f"driver killed at "
+                     f"{point if landed else 'a random moment'}; `eoskafka fence --checkpoint "
+                     f"--probe`: {outcome}; restarted", point, landed)
+
+    def batch_rerun(self) -> None:
+        first = 1_000_000 + self._batch_runs * BATCH_ROWS
+        self._batch_runs += 1
+        args = [sys.executable, "-m", "tests.chaos.batch_job", self.kafka.bootstrap_servers,
+                BATCH_TOPIC, "chaos-batch-fixed", str(first), str(BATCH_ROWS)]
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
+        env.pop("EOSKAFKA_TEST_FAULTS_FILE", None)
+        failing = subprocess.run(args, cwd=ROOT, capture_output=True, timeout=600,
+                                 env={**env, "EOSKAFKA_TEST_FAULTS": "write.after_flush/1=raise"})
+        rerun = subprocess.run(args, cwd=ROOT, capture_output=True, timeout=600, env=env)
+        if rerun.returncode == 0:
+            self.batch_expected.update(str(i).encode() for i in range(first, first + BATCH_ROWS))
+        outcome = (f"failed write {'failed' if failing.returncode else 'SUCCEEDED?'}, "
+                   f"rerun {'ok' if rerun.returncode == 0 else 'FAILED'}")
+        self._note("batch_rerun", outcome)
+        detail = rerun.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+        self.log.add("batch_rerun", f"batch write of {BATCH_ROWS} rows with a fixed prefix "
+                     f"failed by a task, then rerun: {outcome} {detail[0][:200]}")
+
+    def ids_expire(self) -> None:
+        point, landed = self._kill_at(("commit.before_done", "commit.after_decision"))
+        down = round(ID_EXPIRATION_MS / 1000 * 2 + 5, 1)
+        self.cfg["ids_expired"] = True  # the verdict's producer-id bound no longer holds
+        time.sleep(down)
+        self.pipeline.start()
+        self._note("ids_expire", "restarted after expiry")
+        self.log.add("ids_expire", f"driver killed at {point if landed else 'a random moment'},"
+                     f" kept down {down}s (transactional.id.expiration.ms {ID_EXPIRATION_MS})",
+                     point, landed)
+
+    def start_during_outage(self) -> None:
+        node = self.rng.choice([n.node_id for n in self.kafka.nodes])
+        self.pipeline.kill()
+        self.kafka.stop_node(node, kill=True)
+        since = self.pipeline.mark()
+        self.pipeline.start()
+        progress = self.pipeline.wait_progress(since, 240)
+        outcome = "ran while the broker was down" if progress else "NO PROGRESS while down"
+        self._note("start_during_outage", outcome)
+        self.kafka.start_node(node)
+        self.wait_replicated()
+        self.log.add("start_during_outage", f"node {node} SIGKILLed, the driver restarted "
+                     f"while it was down: {outcome}")
+
+
+def operator_rows(verdict: Any, chaos: OperatorChaos, bootstrap: str) -> None:
+    """The operator actions by kind and outcome, and the batch writes' topic judged."""
+    for (kind, outcome), n in sorted(chaos.outcomes.items()):
+        verdict.row(f"  operator {kind}: {outcome}", n,
+                    problem="FAILED" in outcome or "NO PROGRESS" in outcome
+                    or "SUCCEEDED?" in outcome)
+    if chaos._batch_runs:
+        from tests.oracle import committed_view
+
+        view = committed_view(bootstrap, BATCH_TOPIC)
+        got = Counter(v for pv in view.values() for v in pv.committed_values)
+        extra, missing = got - chaos.batch_expected, chaos.batch_expected - got
+        open_ = sum(len(pv.open) for pv in view.values())
+        verdict.row("batch writes rerun: rows once", f"{sum(got.values())} "
+                    f"(missing {sum(missing.values())}, extra {sum(extra.values())}, "
+                    f"open {open_})", problem=bool(extra or missing or open_))

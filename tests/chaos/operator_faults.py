@@ -81,7 +81,8 @@ class OperatorChaos(KafkaChaos):
                 self.pipeline.kill()
 
     def _kill_at(self, points: tuple[str, ...]) -> tuple[str, bool]:
-        """SIGKILL the driver at one of ``points`` (a random moment if it did not fire)."""
+        """SIGKILL the driver at one of ``points``, driver-side fault points (a random moment
+        if it did not fire; an executor's point would kill that executor instead)."""
         point = self.rng.choice(points)
         since, pid = self.pipeline.mark(), self.pipeline.pid
         base, flag = self._arm(point, "killgroup")
@@ -114,8 +115,8 @@ class OperatorChaos(KafkaChaos):
                      f"({len(decided)} decisions of the old query)")
 
     def restart_changed_options(self) -> None:
-        point, landed = self._kill_at(("commit.after_decision", "commit.between_endtxn",
-                                       "commit.before_done", "write.after_flush"))
+        point, landed = self._kill_at(("commit.before_decision", "commit.after_decision",
+                                       "commit.between_endtxn", "commit.before_done"))
         self.cfg["max_offsets"] = self.rng.choice((500, 2000, 5000, 8000))
         self.cfg["min_partitions"] = self.rng.choice((0, 2, 4, 6))
         self.cfg["most_tasks"] = max(self.cfg.get("most_tasks") or 0, self.cfg["min_partitions"])

@@ -137,3 +137,24 @@ class Background:
         self.thread.join(timeout_s)
         assert not self.thread.is_alive(), f"the background call did not end in {timeout_s}s"
         return self.error
+
+
+def lose_task_1(sink: Harness, faults, tmp_path: Path, tasks: int = 2,  # noqa: ANN001
+                tag: str = "b0t") -> list[TxnHandoff]:
+    """Batch 0 of ``tasks`` tasks is decided, then a zombie fences task 1's transaction
+    before its EndTxn: it is lost, the others commit, commit() raises and Spark aborts.
+    Returns the batch's hand-offs (each task wrote ``vals(f"{tag}{p}")``)."""
+    from eos_kafka_source.errors import TransactionLostError
+
+    first = [sink.task(p, vals(f"{tag}{p}")) for p in range(tasks)]
+    gate = tmp_path / "gate"
+    faults(f"commit.after_decision=block:{gate}")
+    committing = Background(lambda: sink.driver.commit(0, first, tasks=tasks))
+    await_path(gate.with_suffix(".started"))
+    sink.task(1, vals("zombie"))  # the zombie's InitProducerId aborts task 1's transaction
+    faults("")
+    gate.with_suffix(".release").touch()
+    error = committing.outcome()
+    assert isinstance(error, TransactionLostError), error
+    sink.driver.abort(0, first, tasks=tasks)  # what Spark does after commit() raised
+    return first

@@ -28,7 +28,14 @@ from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter
 from tests.brokers import ON_TANSU
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
-from tests.sink_harness import Background, Harness, assert_once_on_kafka, await_path, vals
+from tests.sink_harness import (
+    Background,
+    Harness,
+    assert_once_on_kafka,
+    await_path,
+    lose_task_1,
+    vals,
+)
 
 SCHEMA = StructType([StructField("value", BinaryType())])
 
@@ -216,35 +223,12 @@ def _wire(bootstrap: str):  # noqa: ANN202
 # -- finding 3: a replay's recovery transactions are decisions too ------------------------------
 
 
-def _lose_task_1(sink: Harness, faults, tmp_path: Path, tag: str = "b0t"):  # noqa: ANN202
-    """Batch 0 decided, then a zombie fences task 1's transaction mid-commit: lost."""
-    first = [sink.task(p, vals(f"{tag}{p}")) for p in range(2)]
-    gate = tmp_path / "gate"
-    faults(f"commit.after_decision=block:{gate}")
-    committing = Background(lambda: sink.driver.commit(0, first, tasks=2))
-    await_path(gate.with_suffix(".started"))
-    sink.task(1, vals("zombie"))
-    faults("")
-    gate.with_suffix(".release").touch()
-    assert isinstance(committing.outcome(), TransactionLostError)
-    sink.driver.abort(0, first, tasks=2)
-    return first
-
-
-@pytest.fixture
-def sink(bootstrap: str, unique: str, tmp_path: Path) -> Harness:
-    create_topic(bootstrap, unique, partitions=2)
-    h = Harness(bootstrap, unique, unique, tmp_path / "ckpt")
-    h.driver.prepare(new_run=True)
-    return h
-
-
 def test_abort_after_a_failed_recovery_commit_rolls_the_recovery_forward(
         sink: Harness, faults, tmp_path: Path) -> None:
     """Finding 3: a replay's recovery hand-offs were left out of abort()'s decided set: the
     abort after a failed recovery commit aborted them, and the next replay re-committed the
     stale ones (INVALID_TXN_STATE) and recorded a final loss that was avoidable."""
-    _lose_task_1(sink, faults, tmp_path)
+    lose_task_1(sink, faults, tmp_path)
     sink.driver.prepare(new_run=True)
     replay = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
     faults("commit.before_endtxn=raise")  # the recovery is recorded; its EndTxn fails
@@ -262,7 +246,7 @@ def test_prepare_rolls_a_recorded_recovery_forward(sink: Harness, faults,
                                                    tmp_path: Path) -> None:
     """Finding 3: prepare() rolled decisions forward but not a replay's recorded recovery
     (the driver died between recording it and its EndTxn)."""
-    _lose_task_1(sink, faults, tmp_path)
+    lose_task_1(sink, faults, tmp_path)
     sink.driver.prepare(new_run=True)
     replay = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
     faults("commit.before_endtxn=raise")

@@ -8,7 +8,6 @@ output with the independent oracle.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -21,19 +20,11 @@ from eos_kafka_source.errors import (
 from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, committed_view
-from tests.sink_harness import Background, Harness, await_path, vals
+from tests.sink_harness import Background, Harness, await_path, lose_task_1, vals
 
 _Background = Background
 _await = await_path
 _vals = vals
-
-
-@pytest.fixture
-def sink(bootstrap: str, unique: str, tmp_path: Path) -> Harness:
-    create_topic(bootstrap, unique, partitions=2)
-    h = Harness(bootstrap, unique, unique, tmp_path / "ckpt")
-    h.driver.prepare(new_run=True)
-    return h
 
 
 def test_commit_makes_every_task_visible_once(sink: Harness) -> None:
@@ -181,16 +172,7 @@ def test_invariant4_replay_rewrites_a_transaction_lost_mid_commit(
 def test_invariant4_replay_with_other_rows_does_not_replace_a_lost_transaction(
     sink: Harness, faults, tmp_path
 ) -> None:
-    first = [sink.task(p, _vals(f"b0t{p}")) for p in range(2)]
-    gate = tmp_path / "gate"
-    faults(f"commit.after_decision=block:{gate}")
-    committing = _Background(lambda: sink.driver.commit(0, first, tasks=2))
-    _await(gate.with_suffix(".started"))
-    sink.task(1, _vals("zombie"))
-    faults("")
-    gate.with_suffix(".release").touch()
-    assert isinstance(committing.outcome(), TransactionLostError)
-    sink.driver.abort(0, first, tasks=2)
+    lose_task_1(sink, faults, tmp_path)
     sink.driver.prepare(new_run=True)
     other = [sink.task(0, _vals("b0t0")), sink.task(1, _vals("other", 29))]  # not the same rows
     with pytest.raises(TransactionLostError, match="no task of this replay wrote the same rows"):

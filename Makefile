@@ -7,7 +7,8 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults test-kafka39 test-fast test-faults lint demo \
-	demo-docker bench bench-connector contrast chaos chaos-operator smoke-spark smoke-spark40 clean
+	demo-docker bench bench-connector contrast chaos chaos-operator smoke-spark smoke-spark-deps smoke-spark40 \
+	clean
 
 setup: $(STAMP)
 
@@ -29,15 +30,20 @@ kafka-jars: setup
 	$(PY) -c "from eos_kafka_source.apache_kafka import kafka_jars; kafka_jars('4.3'); kafka_jars('3.9')"
 
 ## The whole suite, on both brokers. Apache Kafka 4.3 is the reference: every broker and
-## Spark test runs on it (its heavy fault cases: `make test-kafka-faults`, a CI step of its own). Tansu (the embedded broker): unit, broker, deployment (wheel,
-## Spark Connect, notebook) tests and a representative Spark subset (`smoke` + Tansu-only),
-## to keep CI's time; `make test-tansu-all` runs every Spark test on Tansu too. Apache
-## Kafka 3.9: the sink protocol and wire tests (classic transaction protocol).
+## Spark test runs on it (its heavy fault cases: `make test-kafka-faults`, a CI step of its
+## own). Tansu (the embedded broker, the demo's) runs only what Kafka cannot, so CI does not
+## pay twice: the unit tests (once, broker-free), the deployment tests (wheel, Spark Connect,
+## notebook: cheap on Tansu), Tansu's own cases (`tansu_only`, its quirks) and a
+## representative smoke set (the sink protocol, the Spark `smoke` cases). `make
+## test-tansu-all` (or `make test-fast`) runs everything on Tansu: the quick inner loop.
+## Apache Kafka 3.9: the sink protocol and wire tests (classic transaction protocol).
 test: setup lint kafka-jars test-tansu test-kafka test-kafka39
 
+TANSU_SMOKE := tests/broker/test_sink_protocol.py tests/broker/test_tansu_quirks.py
 test-tansu: setup
-	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q tests/unit tests/broker tests/deploy
-	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q -m "smoke or tansu_only" tests/spark
+	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q --durations=8 tests/unit tests/deploy $(TANSU_SMOKE)
+	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q --durations=8 -m "(smoke or tansu_only) and not faults" \
+	  tests/broker tests/spark
 
 test-tansu-all: setup
 	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q tests
@@ -114,7 +120,18 @@ chaos-operator: kafka-jars
 ## Smoke set (pytest -m smoke) on every older supported Spark minor, each in its own venv
 ## (.venv-spark4.0 ...); the newest (4.3) is the main venv's and runs in `make test`.
 ## `make smoke-spark SMOKE_SPARK=4.1` runs one. pip's cache makes repeat installs quick.
+## `make smoke-spark-deps` only creates the venvs and installs each pyspark (the long part,
+## mostly download): CI runs it in the background beside `make test`. It leaves the checkout
+## alone (no editable install: that writes eoskafka.egg-info, which the wheel test builds).
 SMOKE_SPARK ?= 4.0 4.1 4.2
+smoke-spark-deps:
+	@set -e; for v in $(SMOKE_SPARK); do \
+	  venv=.venv-spark$$v; next=$$(echo $$v | awk -F. '{print $$1"."$$2+1}'); \
+	  test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
+	  $$venv/bin/python -m pip install -q --upgrade pip; \
+	  $$venv/bin/python -m pip install -q --no-compile "pyspark[connect]>=$$v,<$$next"; \
+	done
+
 smoke-spark:
 	@set -e; for v in $(SMOKE_SPARK); do \
 	  venv=.venv-spark$$v; next=$$(echo $$v | awk -F. '{print $$1"."$$2+1}'); \

@@ -15,7 +15,8 @@ import pytest
 
 from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools
 from eos_kafka_source.broker import EmbeddedBroker
-from tests.brokers import BROKER_KIND, KAFKA_VERSION, ON_TANSU
+from tests.brokers import BROKER_KIND, ON_TANSU
+from tests.kafka_clusters import kafka_for_tests
 from tests.kafka_security import SecureKafka, listener_specs, make_certificates, scram_users
 
 _counter = itertools.count()
@@ -61,8 +62,7 @@ def broker(request: pytest.FixtureRequest) -> Iterator[EmbeddedBroker | KafkaClu
             yield b
         return
     certs = request.getfixturevalue("kafka_certs")
-    with KafkaCluster(nodes=1, version=KAFKA_VERSION, listeners=listener_specs(certs),
-                      scram_users=scram_users()) as kafka:
+    with kafka_for_tests(1, listeners=listener_specs(certs), scram_users=scram_users()) as kafka:
         yield kafka
         _assert_nothing_left_open(kafka)
 

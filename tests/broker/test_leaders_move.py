@@ -5,9 +5,10 @@ Each case drives a TaskWriter directly, kills or misdirects a broker at a chosen
 the driver commit, and checks every record is committed exactly once with both the
 marker-resolving oracle and Kafka's own read_committed console consumer.
 
-The cluster fences a dead broker after 4 s (``broker.session.timeout.ms``) instead of 9,
-and takes requests of at most 2 MiB (``socket.request.max.bytes``, 100 MiB by default), so
-that a Produce request packed past ``max.request.size`` fails visibly.
+The cluster (``kafka3``, shared with the coordinator failover cases) fences a dead broker
+after 4 s (``broker.session.timeout.ms``) instead of 9, and takes requests of at most 2 MiB
+(``socket.request.max.bytes``, 100 MiB by default), so that a Produce request packed past
+``max.request.size`` fails visibly.
 """
 
 from __future__ import annotations
@@ -28,32 +29,19 @@ from eos_kafka_source.wire import KafkaWire, ProducerIdentity, TopicInfo, end_tx
 from eos_kafka_source.wire.cluster import create_topic, find_coordinator
 from eos_kafka_source.wire.groups import commit_offset, fetch_offset
 from eos_kafka_source.wire.retry import GROUP, with_coordinator
-from tests.brokers import KAFKA_VERSION
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
 
 pytestmark = [pytest.mark.kafka_only, pytest.mark.faults]
 
-_CONFIG = {
-    "broker.session.timeout.ms": "4000",
-    "broker.heartbeat.interval.ms": "500",
-    "socket.request.max.bytes": str(2 << 20),
-}
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[KafkaCluster]:
-    with KafkaCluster(nodes=3, version=KAFKA_VERSION, broker_config=_CONFIG) as kafka:
-        yield kafka
-
-
 @pytest.fixture
-def kafka(cluster: KafkaCluster) -> Iterator[KafkaCluster]:
-    """The cluster, whole again after the test (every node up, every replica in sync)."""
-    yield cluster
-    for node in cluster.nodes:
+def kafka(kafka3: KafkaCluster) -> Iterator[KafkaCluster]:
+    """The shared 3-node cluster (tests/broker/conftest.py), whole again after the test
+    (every node up, every replica in sync)."""
+    yield kafka3
+    for node in kafka3.nodes:
         if not node.running:
-            cluster.start_node(node.node_id)
-    _await_in_sync(cluster.bootstrap_servers)
+            kafka3.start_node(node.node_id)
+    _await_in_sync(kafka3.bootstrap_servers)
 
 
 def _wire(bootstrap: str) -> KafkaWire:

@@ -7,7 +7,7 @@ up again and retries; it never turns "unknown" into "nothing committed". Each ca
 the driver at one step of its commit (a fault point that blocks), kills or moves the
 coordinator of a transaction, lets the driver go on, and checks the output with the
 marker-resolving oracle and Kafka's Java read_committed consumer: every record once, no
-transaction left open.
+transaction left open. The cluster (``kafka3``) is shared with test_leaders_move.
 """
 
 from __future__ import annotations
@@ -22,17 +22,10 @@ import pytest
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.errors import TransactionLostError
 from eos_kafka_source.wire import KafkaWire, create_topic, fetch_metadata, find_coordinator
-from tests.brokers import KAFKA_VERSION
 from tests.sink_harness import Harness, assert_once_on_kafka, await_path, vals
 from tests.waiting import until
 
 pytestmark = [pytest.mark.kafka_only, pytest.mark.faults]
-
-
-@pytest.fixture(scope="module")
-def kafka3() -> Iterator[KafkaCluster]:
-    with KafkaCluster(nodes=3, version=KAFKA_VERSION) as cluster:
-        yield cluster
 
 
 @pytest.fixture
@@ -168,8 +161,9 @@ def test_unknown_outcome_keeps_the_decision_and_restart_rolls_forward(
     alone, and the restarted driver rolls it forward once the cluster is whole again."""
     short = Harness(sink.bootstrap, sink.topic, f"{unique}-short", tmp_path / "short",
                     timeout_ms=600_000)
-    # Give up before the controller notices the dead node (broker.session.timeout.ms, 9 s);
-    # by default the driver waits out the transaction timeout.
+    # Give up before the controller notices the dead node (broker.session.timeout.ms, 4 s
+    # on the test clusters, counted from the kill: the deadline started before it); by
+    # default the driver waits out the transaction timeout.
     short.driver.commit_deadline_s = 3.0
     short.driver.prepare(new_run=True)
     handoffs = [short.task(p, vals(f"unknown{p}")) for p in range(2)]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools
-from tests.brokers import KAFKA_VERSION
+from tests.kafka_clusters import kafka_for_tests
 from tests.kafka_helpers import create_topic
 from tests.sink_harness import Harness, assert_once_on_kafka, vals
 from tests.waiting import until
@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.kafka_only, pytest.mark.faults]
 
 @pytest.fixture(scope="module")
 def kafka_forgetful() -> Iterator[KafkaCluster]:
-    with KafkaCluster(nodes=1, version=KAFKA_VERSION, broker_config={
+    with kafka_for_tests(1, {
             "transactional.id.expiration.ms": "2000",
             "transaction.remove.expired.transaction.cleanup.interval.ms": "500"}) as cluster:
         yield cluster

@@ -23,7 +23,7 @@ import pytest
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.cli import main
 from eos_kafka_source.errors import TimeoutError_, TransactionLostError
-from tests.brokers import KAFKA_VERSION
+from tests.kafka_clusters import kafka_for_tests
 from tests.kafka_helpers import create_topic
 from tests.sink_harness import Harness, assert_once_on_kafka, vals
 from tests.waiting import until
@@ -35,8 +35,7 @@ TIMEOUT_MS = 4000  # the sink's kafka.transaction.timeout.ms; the broker allows 
 
 @pytest.fixture(scope="module")
 def kafka_short() -> Iterator[KafkaCluster]:
-    with KafkaCluster(nodes=1, version=KAFKA_VERSION,
-                      broker_config={"transaction.max.timeout.ms": "10000"}) as cluster:
+    with kafka_for_tests(1, {"transaction.max.timeout.ms": "10000"}) as cluster:
         yield cluster
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.broker import EmbeddedBroker, free_port
+from tests.kafka_clusters import kafka_settings
 
 BUCKET = "tansu"
 
@@ -78,9 +79,11 @@ def kafka_cluster(work: Path, short_id_expiry_ms: int | None = None) -> KafkaClu
     ``work/kafka``. The transaction maximum stays Kafka's default (15 minutes). A node
     gets 5 minutes to come up: on a loaded machine a restart took over 90 s.
     ``short_id_expiry_ms``: Kafka forgets idle transactional ids after that (7 days by
-    default), checked every second (operator chaos: ids expire while the driver is down)."""
+    default), checked every second (operator chaos: ids expire while the driver is down).
+    The tests' shared cluster settings (tests/kafka_clusters.py): a killed node is fenced
+    after 4 s, so its partitions and coordinators move sooner."""
     config = {} if short_id_expiry_ms is None else {
         "transactional.id.expiration.ms": str(short_id_expiry_ms),
         "transaction.remove.expired.transaction.cleanup.interval.ms": "1000"}
     return KafkaCluster(nodes=3, workdir=str(work / "kafka"), ready_timeout_s=300,
-                        broker_config=config)
+                        broker_config=kafka_settings(3, config))

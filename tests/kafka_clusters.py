@@ -39,6 +39,9 @@ def kafka_settings(nodes: int, extra: Mapping[str, str] | None = None) -> dict[s
 
 def kafka_for_tests(nodes: int = 1, extra: Mapping[str, str] | None = None,
                     **kwargs: Any) -> KafkaCluster:
-    """A KafkaCluster of the session's version (not started) with the test settings."""
-    return KafkaCluster(nodes=nodes, version=kwargs.pop("version", KAFKA_VERSION),
-                        broker_config=kafka_settings(nodes, extra), **kwargs)
+    """A KafkaCluster of the session's version (not started) with the test settings. A node
+    gets 5 minutes to come up, as in the chaos harness: on a loaded machine (load 60 on two
+    cores, 2026-11-25) node restarts in the fault modules took over the default 90 s."""
+    kwargs.setdefault("version", KAFKA_VERSION)
+    kwargs.setdefault("ready_timeout_s", 300.0)
+    return KafkaCluster(nodes=nodes, broker_config=kafka_settings(nodes, extra), **kwargs)

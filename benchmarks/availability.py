@@ -1,0 +1,232 @@
+"""Availability under Kafka's operations, eoskafka beside Spark's connector (``make availability``).
+
+    python -m benchmarks.availability [--kinds K,..] [--moments M,..] [--seed S] [--short]
+
+One 3-node Apache Kafka 4.3 (KRaft, each node broker and controller, replication 3,
+``min.insync.replicas`` 2) and one SparkSession serve a schedule of (fault kind, moment)
+cells (:mod:`.availability_faults`, :mod:`.availability_run`). Each cell runs the same copy
+job twice, with ``format("kafka")`` (Spark's connector, at-least-once) and with
+``format("eoskafka")``, each on fresh topics and a fresh checkpoint, the cluster whole (every
+replica in sync) before each run. Per run: query failures (a ``StreamingQueryException``
+or a ``start()`` that raised: the query is started again from its checkpoint), the longest
+stall, and the output judged against the input from the log's markers (duplicates, missing
+records; for eoskafka also transactions left open, from ``kafka-transactions list``).
+
+Writes ``bench-results/availability.md`` and ``.json``: faults by kind x moment, failures
+and longest stall per connector.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the marker oracle (tests/oracle.py)
+
+from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools  # noqa: E402
+from eos_kafka_source.apache_kafka.spark_connector import connector_version, spark_jars  # noqa: E402
+from eos_kafka_source.wire.cluster import create_topic  # noqa: E402
+
+from .availability_faults import KINDS, settled, wait_whole, wire_for  # noqa: E402
+from .availability_run import MOMENTS, PARTITIONS, RECORDS, Run, RunResult  # noqa: E402
+
+OUT = Path("bench-results/availability")
+CONNECTORS = ("kafka", "eoskafka")
+#: The moments that make sense for each kind. A roll, a reassignment and an election last
+#: long or touch every partition at once: one moment each says what they do.
+SCHEDULE = {
+    "kill": MOMENTS,
+    "rolling": ("writing",),
+    "reassign": ("writing",),
+    "election": ("planning", "writing"),
+    "controller": ("start", "commit"),
+    "isr": ("writing", "commit"),
+    "sigstop": ("start", "planning", "writing", "commit", "fencing"),
+}
+SHORT = (("kill", "start"), ("kill", "commit"), ("sigstop", "writing"))
+
+
+def cells(kinds: list[str], moments: list[str], seed: int, short: bool) -> list[tuple[str, str]]:
+    chosen = list(SHORT) if short else [(k, m) for k in KINDS for m in SCHEDULE[k]]
+    chosen = [(k, m) for k, m in chosen if k in kinds and m in moments]
+    random.Random(seed).shuffle(chosen)
+    return chosen
+
+
+def session(faults_file: Path) -> object:
+    os.environ["EOSKAFKA_TEST_FAULTS_FILE"] = str(faults_file)
+    os.environ["EOSKAFKA_TEST_FAULTS_BLOCK_S"] = "150"
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2,4]").appName("eoskafka-availability")
+             .config("spark.jars", spark_jars()).config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.python.authenticate.socketTimeout", "120s").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def write_input(bootstrap: str, topic: str) -> dict[str, int]:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    try:
+        for i in range(RECORDS):
+            producer.send(topic, key=str(i).encode(), value=f"{topic}-{i:05d}".encode(),
+                          partition=i % PARTITIONS)
+        producer.flush()
+    finally:
+        producer.close(timeout=10)
+    return {str(p): RECORDS // PARTITIONS for p in range(PARTITIONS)}
+
+
+def settle_lso(bootstrap: str, topic: str, timeout_s: float = 120) -> None:
+    """Until LSO == high watermark on every partition (Kafka writes markers asynchronously)."""
+    from eos_kafka_source import wire as kwire
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with wire_for(bootstrap) as w:
+            leaders = {(topic, p): n for p, n in kwire.require_topics(w, [topic])[topic]
+                       .leaders.items()}
+            bounds = kwire.fetch_bounds(w, leaders)
+        if all(b.last_stable >= b.high_watermark for b in bounds.values()):
+            return
+        time.sleep(0.5)
+
+
+def judge(run: Run, result: RunResult) -> None:
+    from oracle import committed_values  # type: ignore[import-not-found]
+
+    bootstrap = run.kafka.bootstrap_servers
+    settle_lso(bootstrap, run.output)
+    got = Counter(v for v in committed_values(bootstrap, run.output) if v is not None)
+    want = {f"{run.input}-{i:05d}".encode() for i in range(RECORDS)}
+    result.records_in, result.records_out = RECORDS, sum(got.values())
+    result.duplicates = sum(n - 1 for n in got.values())
+    result.missing = len(want - set(got))
+    if result.connector == "eoskafka":
+        open_txns = KafkaTools(bootstrap).open_transactions()
+        result.open_txns = sum(1 for row in open_txns if run.prefix in str(row))
+
+
+def one(spark: object, kafka: KafkaCluster, work: Path, kind: str, moment: str,
+        connector: str, n: int, faults_file: Path) -> RunResult:
+    name = f"av{n:02d}-{kind}-{moment}-{connector}"
+    b = kafka.bootstrap_servers
+    output_config = {"min.insync.replicas": "3"} if kind == "isr" else None
+    for topic, config in ((f"{name}-in", None), (f"{name}-out", output_config)):
+        settled(b, f"create {topic}", lambda w, t=topic, c=config: create_topic(
+            w, t, PARTITIONS, 3, c, exist_ok=True))
+    run = Run(spark, kafka, work, kind, moment, connector, name, faults_file)
+    run.end_offsets = write_input(b, run.input)
+    result = run.run()
+    wait_whole(kafka)
+    judge(run, result)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.availability", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--moments", default=",".join(MOMENTS))
+    parser.add_argument("--connectors", default=",".join(CONNECTORS))
+    parser.add_argument("--seed", type=int, default=16)
+    parser.add_argument("--short", action="store_true", help=f"only {SHORT}")
+    parser.add_argument("--out", default=str(OUT))
+    args = parser.parse_args(argv)
+    schedule = cells(args.kinds.split(","), args.moments.split(","), args.seed, args.short)
+    connectors = args.connectors.split(",")
+    results: list[RunResult] = []
+    started, t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
+    print(f"{len(schedule)} cells x {len(connectors)} connectors: {schedule}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="eoskafka-availability-") as tmp, \
+            KafkaCluster(nodes=3, version="4.3", workdir=f"{tmp}/kafka",
+                         ready_timeout_s=300) as kafka:
+        work = Path(tmp)
+        faults_file = work / "faults.spec"
+        faults_file.write_text("")
+        spark = session(faults_file)
+        n = 0
+        for kind, moment in schedule:
+            for connector in connectors:
+                n += 1
+                print(f"[{time.monotonic() - t0:6.0f}s] {kind} at {moment}, {connector}",
+                      flush=True)
+                result = one(spark, kafka, work, kind, moment, connector, n, faults_file)
+                results.append(result)
+                print(f"    {row(result)}", flush=True)
+                write(results, args, started, time.monotonic() - t0, Path(args.out))
+        spark.stop()  # type: ignore[attr-defined]
+    print("\n".join(table(results)))
+    return 0
+
+
+def row(r: RunResult) -> str:
+    return (f"failures {r.failures}, stall {r.stall_s} s, finished {r.finished}, "
+            f"landed {r.landed}, out {r.records_out}/{r.records_in}, dup {r.duplicates}, "
+            f"missing {r.missing}, open {r.open_txns}, {r.seconds} s; {r.detail}; {r.errors}")
+
+
+def _cell(r: RunResult | None) -> str:
+    if r is None:
+        return "-"
+    text = f"{r.failures} / {r.stall_s:.0f} s" if r.stall_s is not None else f"{r.failures} / -"
+    if not r.finished:
+        text += " STUCK"
+    if r.duplicates or r.missing:
+        text += f" (dup {r.duplicates}, missing {r.missing})"
+    if r.open_txns:
+        text += f" (open {r.open_txns})"
+    if not r.landed:
+        text += " (hold missed)"
+    return text
+
+
+def table(results: list[RunResult]) -> list[str]:
+    by = {(r.kind, r.moment, r.connector): r for r in results}
+    lines = ["| fault | moment | Spark `kafka`: failures / longest stall | "
+             "`eoskafka`: failures / longest stall | eoskafka exactly once |",
+             "|---|---|---|---|---|"]
+    seen = list(dict.fromkeys((r.kind, r.moment) for r in results))
+    for kind, moment in sorted(seen, key=lambda c: (KINDS.index(c[0]), MOMENTS.index(c[1]))):
+        eos = by.get((kind, moment, "eoskafka"))
+        exact = "-" if eos is None else (
+            "yes" if not (eos.duplicates or eos.missing or eos.open_txns) and eos.finished
+            else "**NO**")
+        lines.append(f"| {kind} | {moment} | {_cell(by.get((kind, moment, 'kafka')))} | "
+                     f"{_cell(eos)} | {exact} |")
+    return lines
+
+
+def write(results: list[RunResult], args: argparse.Namespace, started: str, seconds: float,
+          out: Path) -> None:
+    import pyspark
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    header = (f"Measured {started} by `make availability` (benchmarks/availability.py"
+              f"{' --short' if args.short else ''}, seed {args.seed}), {seconds / 60:.0f} min: "
+              f"pyspark {pyspark.__version__} local[2,4], spark-sql-kafka-0-10_2.13 "
+              f"{connector_version()}, Apache Kafka 4.3.1, 3 nodes (replication 3, "
+              f"min.insync.replicas 2). Per run {RECORDS:,} records in {PARTITIONS} "
+              "partitions, 150 per batch, 1 s trigger. A cell reads `failures / longest "
+              "stall` (a failure is a StreamingQueryException the operator restarts).")
+    out.with_suffix(".md").write_text("\n".join([header, "", *table(results)]) + "\n")
+    out.with_suffix(".json").write_text(json.dumps(
+        {"started": started, "seconds": round(seconds), "seed": args.seed,
+         "runs": [r.json() for r in results]}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

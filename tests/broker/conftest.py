@@ -1,13 +1,31 @@
-"""Fixtures shared by the sink's broker tests."""
+"""Fixtures shared by the broker tests: the sink harness, and a 3-node Apache Kafka."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kafka.protocol.metadata import MetadataRequest
 
+from eos_kafka_source.apache_kafka import KafkaCluster
+from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.wire import KafkaWire
+from tests.brokers import KAFKA_VERSION
 from tests.kafka_helpers import create_topic
 from tests.sink_harness import Harness
+
+#: The 3-node cluster fences a dead (or paused) broker after 4 s instead of 9, and takes
+#: requests of at most 2 MiB (``socket.request.max.bytes``, 100 MiB by default), so that a
+#: Produce request packed past ``max.request.size`` fails visibly.
+THREE_NODE_CONFIG = {
+    "broker.session.timeout.ms": "4000",
+    "broker.heartbeat.interval.ms": "500",
+    "socket.request.max.bytes": str(2 << 20),
+}
 
 
 @pytest.fixture
@@ -18,3 +36,43 @@ def sink(bootstrap: str, unique: str, tmp_path: Path) -> Harness:
     h = Harness(bootstrap, unique, unique, tmp_path / "ckpt")
     h.driver.prepare(new_run=True)
     return h
+
+
+@pytest.fixture(scope="session")
+def three_nodes() -> Iterator[KafkaCluster]:
+    """One 3-node Apache Kafka for every module that kills, pauses or moves its nodes."""
+    with KafkaCluster(nodes=3, version=KAFKA_VERSION, broker_config=THREE_NODE_CONFIG) as kafka:
+        yield kafka
+
+
+@pytest.fixture
+def kafka(three_nodes: KafkaCluster) -> Iterator[KafkaCluster]:
+    """The 3-node cluster, whole again after the test (every node up and running, every
+    replica in sync)."""
+    yield three_nodes
+    for node in three_nodes.nodes:
+        if node.running:
+            os.kill(node.proc.pid, signal.SIGCONT)  # type: ignore[union-attr]
+        else:
+            three_nodes.start_node(node.node_id)
+    await_in_sync(three_nodes.bootstrap_servers)
+
+
+def in_sync_wire(bootstrap: str) -> KafkaWire:
+    return KafkaWire(ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap}))
+
+
+def await_in_sync(bootstrap: str, timeout_s: float = 120) -> None:
+    """Until every partition (internal ones too) has all three replicas in sync."""
+    deadline = time.monotonic() + timeout_s
+    with in_sync_wire(bootstrap) as wire:
+        while True:
+            version = wire.version(MetadataRequest)
+            response = wire.request(wire.any_node(), MetadataRequest[version](
+                topics=None, allow_auto_topic_creation=False), "Metadata")
+            lagging = [f"{t.name}-{p.partition_index}" for t in response.topics
+                       for p in t.partitions if len(p.isr_nodes) < 3]
+            if not lagging:
+                return
+            assert time.monotonic() < deadline, f"replicas still out of sync: {lagging[:10]}"
+            time.sleep(0.2)

@@ -10,7 +10,8 @@ job twice, with ``format("kafka")`` (Spark's connector, at-least-once) and with
 replica in sync) before each run. Per run: query failures (a ``StreamingQueryException``
 or a ``start()`` that raised: the query is started again from its checkpoint), the longest
 stall, and the output judged against the input from the log's markers (duplicates, missing
-records; for eoskafka also transactions left open, from ``kafka-transactions list``).
+records; for eoskafka also partitions whose LSO stays below the high watermark: a transaction
+left open).
 
 Writes ``bench-results/availability.md`` and ``.json``: faults by kind x moment, failures
 and longest stall per connector.
@@ -31,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the marker oracle (tests/oracle.py)
 
-from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools  # noqa: E402
+from eos_kafka_source.apache_kafka import KafkaCluster  # noqa: E402
 from eos_kafka_source.apache_kafka.spark_connector import connector_version, spark_jars  # noqa: E402
 from eos_kafka_source.wire.cluster import create_topic  # noqa: E402
 
@@ -43,6 +44,7 @@ CONNECTORS = ("kafka", "eoskafka")
 #: The moments that make sense for each kind. A roll, a reassignment and an election last
 #: long or touch every partition at once: one moment each says what they do.
 SCHEDULE = {
+    "none": ("start", "writing"),
     "kill": MOMENTS,
     "rolling": ("writing",),
     "reassign": ("writing",),
@@ -51,7 +53,7 @@ SCHEDULE = {
     "isr": ("writing", "commit"),
     "sigstop": ("start", "planning", "writing", "commit", "fencing"),
 }
-SHORT = (("kill", "start"), ("kill", "commit"), ("sigstop", "writing"))
+SHORT = (("none", "start"), ("kill", "start"), ("kill", "commit"), ("sigstop", "writing"))
 
 
 def cells(kinds: list[str], moments: list[str], seed: int, short: bool) -> list[tuple[str, str]]:
@@ -76,32 +78,55 @@ def session(faults_file: Path) -> object:
     return spark
 
 
-def write_input(bootstrap: str, topic: str) -> dict[str, int]:
+def warm_up(spark: object, kafka: KafkaCluster) -> None:
+    """One batch through each connector first, unmeasured: the session's first Python data
+    source query pays for starting Python workers (minutes on a loaded machine)."""
+    b = kafka.bootstrap_servers
+    for connector in CONNECTORS:
+        topic = f"warm-{connector}"
+        settled(b, f"create {topic}", lambda w, t=topic: create_topic(w, t, PARTITIONS, 3,
+                                                                      exist_ok=True))
+        settled(b, f"create {topic}-out", lambda w, t=topic: create_topic(
+            w, f"{t}-out", PARTITIONS, 3, exist_ok=True))
+        write_input(b, topic, 300)
+        frame = (spark.readStream.format(connector)  # type: ignore[attr-defined]
+                 .option("kafka.bootstrap.servers", b).option("subscribe", topic)
+                 .option("startingOffsets", "earliest").load())
+        with tempfile.TemporaryDirectory(prefix="eoskafka-warm-") as ckpt:
+            query = (frame.select("key", "value").writeStream.format(connector)
+                     .option("kafka.bootstrap.servers", b).option("topic", f"{topic}-out")
+                     .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
+            query.awaitTermination()
+
+
+def write_input(bootstrap: str, topic: str, records: int = RECORDS) -> None:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
     try:
-        for i in range(RECORDS):
+        for i in range(records):
             producer.send(topic, key=str(i).encode(), value=f"{topic}-{i:05d}".encode(),
                           partition=i % PARTITIONS)
         producer.flush()
     finally:
         producer.close(timeout=10)
-    return {str(p): RECORDS // PARTITIONS for p in range(PARTITIONS)}
 
 
-def settle_lso(bootstrap: str, topic: str, timeout_s: float = 120) -> None:
-    """Until LSO == high watermark on every partition (Kafka writes markers asynchronously)."""
+def open_partitions(bootstrap: str, topic: str, timeout_s: float = 60) -> int:
+    """Partitions whose LSO stays below the high watermark: a transaction left open there
+    (Kafka writes markers asynchronously: waits ``timeout_s``, far below the 15 min
+    transaction timeout that would abort a forgotten one)."""
     from eos_kafka_source import wire as kwire
 
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while True:
         with wire_for(bootstrap) as w:
             leaders = {(topic, p): n for p, n in kwire.require_topics(w, [topic])[topic]
                        .leaders.items()}
             bounds = kwire.fetch_bounds(w, leaders)
-        if all(b.last_stable >= b.high_watermark for b in bounds.values()):
-            return
+        lagging = sum(b.last_stable < b.high_watermark for b in bounds.values())
+        if not lagging or time.monotonic() > deadline:
+            return lagging
         time.sleep(0.5)
 
 
@@ -109,15 +134,16 @@ def judge(run: Run, result: RunResult) -> None:
     from oracle import committed_values  # type: ignore[import-not-found]
 
     bootstrap = run.kafka.bootstrap_servers
-    settle_lso(bootstrap, run.output)
+    lagging = open_partitions(bootstrap, run.output)
     got = Counter(v for v in committed_values(bootstrap, run.output) if v is not None)
-    want = {f"{run.input}-{i:05d}".encode() for i in range(RECORDS)}
-    result.records_in, result.records_out = RECORDS, sum(got.values())
+    # Every record of the batches Spark committed must be there (later ones may be too).
+    want = {f"{run.input}-{i:05d}".encode() for i in range(RECORDS)
+            if i // PARTITIONS < run.committed.get(str(i % PARTITIONS), 0)}
+    result.records_in, result.records_out = len(want), sum(got.values())
     result.duplicates = sum(n - 1 for n in got.values())
     result.missing = len(want - set(got))
     if result.connector == "eoskafka":
-        open_txns = KafkaTools(bootstrap).open_transactions()
-        result.open_txns = sum(1 for row in open_txns if run.prefix in str(row))
+        result.open_txns = lagging
 
 
 def one(spark: object, kafka: KafkaCluster, work: Path, kind: str, moment: str,
@@ -129,7 +155,7 @@ def one(spark: object, kafka: KafkaCluster, work: Path, kind: str, moment: str,
         settled(b, f"create {topic}", lambda w, t=topic, c=config: create_topic(
             w, t, PARTITIONS, 3, c, exist_ok=True))
     run = Run(spark, kafka, work, kind, moment, connector, name, faults_file)
-    run.end_offsets = write_input(b, run.input)
+    write_input(b, run.input)
     result = run.run()
     wait_whole(kafka)
     judge(run, result)
@@ -144,11 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connectors", default=",".join(CONNECTORS))
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--short", action="store_true", help=f"only {SHORT}")
-    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--out", default=str(OUT), help="report path, without .md/.json")
+    parser.add_argument("--merge", action="append", default=[], metavar="JSON",
+                        help="add the runs of an earlier report's .json to the table (cells "
+                             "this run measures again replace them)")
     args = parser.parse_args(argv)
     schedule = cells(args.kinds.split(","), args.moments.split(","), args.seed, args.short)
     connectors = args.connectors.split(",")
-    results: list[RunResult] = []
+    results: list[RunResult] = [RunResult(**r) for path in args.merge
+                                for r in json.loads(Path(path).read_text())["runs"]]
+    results = [r for r in results if (r.kind, r.moment) not in schedule]
     started, t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
     print(f"{len(schedule)} cells x {len(connectors)} connectors: {schedule}", flush=True)
     with tempfile.TemporaryDirectory(prefix="eoskafka-availability-") as tmp, \
@@ -158,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         faults_file = work / "faults.spec"
         faults_file.write_text("")
         spark = session(faults_file)
+        warm_up(spark, kafka)
         n = 0
         for kind, moment in schedule:
             for connector in connectors:
@@ -195,7 +227,7 @@ def _cell(r: RunResult | None) -> str:
 
 
 def table(results: list[RunResult]) -> list[str]:
-    by = {(r.kind, r.moment, r.connector): r for r in results}
+    by = {(r.kind, r.moment, r.connector): r for r in results}  # the last run of a cell
     lines = ["| fault | moment | Spark `kafka`: failures / longest stall | "
              "`eoskafka`: failures / longest stall | eoskafka exactly once |",
              "|---|---|---|---|---|"]
@@ -215,13 +247,19 @@ def write(results: list[RunResult], args: argparse.Namespace, started: str, seco
     import pyspark
 
     out.parent.mkdir(parents=True, exist_ok=True)
+    merged = f" and the runs of {', '.join(args.merge)}" if args.merge else ""
     header = (f"Measured {started} by `make availability` (benchmarks/availability.py"
-              f"{' --short' if args.short else ''}, seed {args.seed}), {seconds / 60:.0f} min: "
+              f"{' --short' if args.short else ''}, seed {args.seed}), {seconds / 60:.0f} min"
+              f"{merged}: "
               f"pyspark {pyspark.__version__} local[2,4], spark-sql-kafka-0-10_2.13 "
               f"{connector_version()}, Apache Kafka 4.3.1, 3 nodes (replication 3, "
-              f"min.insync.replicas 2). Per run {RECORDS:,} records in {PARTITIONS} "
-              "partitions, 150 per batch, 1 s trigger. A cell reads `failures / longest "
-              "stall` (a failure is a StreamingQueryException the operator restarts).")
+              f"min.insync.replicas 2). Per run a backlog of {RECORDS:,} records in "
+              f"{PARTITIONS} partitions, 100 per batch, 1 s trigger, until a batch "
+              "finished after the fault was lifted. A cell reads `failures / longest stall` "
+              "(a failure is a StreamingQueryException or a start() that raised, restarted "
+              "from the checkpoint at once; the stall is the longest time without a finished "
+              "batch from the fault's beginning to the first batch after it was lifted; "
+              "STUCK: no recovery within 6 min).")
     out.with_suffix(".md").write_text("\n".join([header, "", *table(results)]) + "\n")
     out.with_suffix(".json").write_text(json.dumps(
         {"started": started, "seconds": round(seconds), "seed": args.seed,

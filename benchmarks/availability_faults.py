@@ -5,6 +5,7 @@ roll or a reassignment goes on in a thread), ``lift()`` undoes it once it has la
 its duration (a killed node starts again, a paused one resumes), ``whole()`` waits
 until every partition, internal ones too, has its three replicas in sync again.
 
+- ``none``: no fault, the baseline (a query's own start-up time, the gaps between batches);
 - ``kill``: ``kill -9`` the node the moment aims at (a leader or a coordinator), down 15 s;
 - ``rolling``: every node in turn, SIGTERM (controlled shutdown), start, next once in sync;
 - ``reassign``: ``kafka-reassign-partitions`` of the input and the output: each partition
@@ -37,7 +38,8 @@ from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools
 from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.wire import KafkaWire, fetch_metadata, find_coordinator
 
-KINDS = ("kill", "rolling", "reassign", "election", "controller", "isr", "sigstop")
+#: ``none`` is the baseline: the same run with no fault (a query's own start-up, batch gaps).
+KINDS = ("none", "kill", "rolling", "reassign", "election", "controller", "isr", "sigstop")
 DOWN_S = {"kill": 15.0, "controller": 15.0, "isr": 30.0, "sigstop": 35.0}
 QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
@@ -168,7 +170,9 @@ class Fault:
     def begin(self) -> None:
         self.began = time.time()
         kafka, node = self.kafka, self.node
-        if self.kind in ("kill", "controller"):
+        if self.kind == "none":
+            self.detail = "no fault"
+        elif self.kind in ("kill", "controller"):
             if self.kind == "controller":
                 self.node = node = active_controller(kafka)
             kafka.stop_node(node, kill=True)

@@ -1,9 +1,11 @@
 """One run of the availability harness: one connector, one (fault kind, moment) cell.
 
 The job is the same for both connectors: ``readStream.format(C)`` -> key, value ->
-``writeStream.format(C)``, ``maxOffsetsPerTrigger`` 150, a 1 s trigger, over a backlog
-of 6,000 records on fresh replicated topics and a fresh checkpoint, in the harness's own
-SparkSession (``local[2,4]``: a task gets 4 attempts, as a cluster gives it).
+``writeStream.format(C)``, ``maxOffsetsPerTrigger`` 100, a 1 s trigger, over a backlog
+of 30,000 records on fresh replicated topics and a fresh checkpoint, in the harness's own
+SparkSession (``local[2,4]``: a task gets 4 attempts, as a cluster gives it). The run ends
+once a batch has finished after the fault was lifted; the output is then judged
+against the input up to the last batch Spark committed.
 
 Where the fault lands (:data:`MOMENTS`):
 
@@ -40,8 +42,10 @@ MOMENTS = ("start", "restart", "planning", "reading", "writing", "commit", "fenc
 HOLDS = {"planning": "plan.latest", "reading": "read.after_leader/0",
          "writing": "write.after_batch", "commit": "commit.before_endtxn",
          "fencing": "prepare.before_fence"}
-PARTITIONS, RECORDS, PER_TRIGGER = 3, 6000, 150
-RUN_TIMEOUT_S = 420.0
+#: A backlog no run reaches the end of: every run lasts from its fault's beginning until a
+#: batch has finished after the fault was lifted (or RUN_TIMEOUT_S).
+PARTITIONS, RECORDS, PER_TRIGGER = 3, 30000, 100
+RUN_TIMEOUT_S = 360.0
 _HOLD_WAIT_S = 90.0
 
 
@@ -61,7 +65,7 @@ class RunResult:
     records_out: int = 0
     duplicates: int = 0
     missing: int = 0
-    open_txns: int | None = None
+    open_txns: int | None = None  # output partitions with LSO < HW: a transaction left open
     seconds: float = 0.0
 
     def json(self) -> dict[str, Any]:
@@ -74,10 +78,16 @@ def _first_line(exc: BaseException) -> str:
     return (lines or text.splitlines() or [repr(exc)])[0].strip()[:300]
 
 
-def _completions(query: Any) -> list[float]:
-    """Wall-clock times at which the query's batches with input finished."""
+def _completions(query: Any, ends: dict[str, int] | None = None,
+                 topic: str = "") -> list[float]:
+    """Wall-clock times at which the query's batches with input finished; ``ends`` takes the
+    furthest end offset of ``topic`` a finished batch reached."""
     out = []
     for p in query.recentProgress:
+        if ends is not None and p.sources:
+            end = json.loads(p.sources[0].endOffset or "{}").get(topic, {})
+            for part, offset in end.items():
+                ends[str(part)] = max(ends.get(str(part), 0), int(offset))
         if not p.numInputRows:
             continue
         began = datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp()
@@ -97,7 +107,7 @@ class Run:
         self.query: Any = None
         self.times: list[float] = []
         self.fault = Fault(kind, kafka, 0, [self.input, self.output])
-        self.end_offsets: dict[str, int] = {}
+        self.committed: dict[str, int] = {}  # input partition -> end of the last batch done
 
     # -- the query -------------------------------------------------------------------------
 
@@ -128,39 +138,36 @@ class Run:
                 self.query.stop()
             except Exception:  # noqa: BLE001, S110 - a failed query is already counted
                 pass
-            self.times += _completions(self.query)
+            self.times += _completions(self.query, self.committed, self.input)
             self.query = None
 
-    def _done(self) -> bool:
-        progress = self.query.lastProgress if self.query is not None else None
-        if not progress or not progress["sources"]:
+    def _recovered(self) -> bool:
+        """A batch finished after the fault was lifted (that ends the stall)."""
+        if not self.fault.lifted:
             return False
-        end = json.loads(progress["sources"][0]["endOffset"] or "{}").get(self.input, {})
-        return {str(k): int(v) for k, v in end.items()} == self.end_offsets
+        done = self.times + (_completions(self.query) if self.query is not None else [])
+        return any(t > self.fault.lifted for t in done)
 
     def _batches_done(self) -> int:
         return len(self.times) + (len(_completions(self.query)) if self.query else 0)
 
-    def _tick(self) -> bool:
-        """One look at the query: restart it when it failed; True once it is caught up."""
+    def _tick(self) -> None:
+        """One look at the query: start it again (from its checkpoint) when it failed."""
         if self.query is None:
             time.sleep(1)
             self._start()
-            return False
-        if self._done():
-            return True
-        if not self.query.isActive:
+        elif not self.query.isActive:
             exc = self.query.exception()
-            self.times += _completions(self.query)
+            self.times += _completions(self.query, self.committed, self.input)
             self.query = None
             if exc is not None:
                 self._failed(exc)
-        return False
 
-    def _until(self, what: str, predicate: Any, timeout_s: float) -> bool:
+    def _until(self, predicate: Any, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
         while not predicate():
-            if self._tick() or time.monotonic() > deadline:
+            self._tick()
+            if time.monotonic() > deadline:
                 return bool(predicate())
             time.sleep(0.2)
         return True
@@ -199,7 +206,7 @@ class Run:
         try:
             if then is not None:
                 then()
-            landed = self._until("hold", lambda: Path(f"{base}.started").exists(), _HOLD_WAIT_S)
+            landed = self._until(lambda: Path(f"{base}.started").exists(), _HOLD_WAIT_S)
             self._begin()
         finally:
             self.faults_file.write_text("")
@@ -213,7 +220,7 @@ class Run:
             self._start()
             return
         self._start()
-        self._until("two batches", lambda: self._batches_done() >= 2, 180)
+        self._until(lambda: self._batches_done() >= 2, 180)
         if moment in ("restart", "fencing"):
             self._stop()
             if moment == "fencing" and eos:  # the restarted query's prepare() is held
@@ -233,8 +240,7 @@ class Run:
         self.fault.prepare()
         try:
             self._land()
-            self._until("caught up", lambda: False, RUN_TIMEOUT_S)
-            self.result.finished = self._done()
+            self.result.finished = self._until(self._recovered, RUN_TIMEOUT_S)
         finally:
             self._stop()
             if hasattr(self, "lifter"):

@@ -56,8 +56,11 @@ SCHEDULE = {
 SHORT = (("none", "start"), ("kill", "start"), ("kill", "commit"), ("sigstop", "writing"))
 
 
-def cells(kinds: list[str], moments: list[str], seed: int, short: bool) -> list[tuple[str, str]]:
+def cells(kinds: list[str], moments: list[str], seed: int, short: bool,
+          only: str = "") -> list[tuple[str, str]]:
     chosen = list(SHORT) if short else [(k, m) for k in KINDS for m in SCHEDULE[k]]
+    if only:
+        chosen = [(k, m) for k, _, m in (c.partition(":") for c in only.split(","))]
     chosen = [(k, m) for k, m in chosen if k in kinds and m in moments]
     random.Random(seed).shuffle(chosen)
     return chosen
@@ -170,12 +173,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connectors", default=",".join(CONNECTORS))
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--short", action="store_true", help=f"only {SHORT}")
+    parser.add_argument("--cells", default="", metavar="KIND:MOMENT,...",
+                        help="exactly these cells (any moment for any kind)")
     parser.add_argument("--out", default=str(OUT), help="report path, without .md/.json")
     parser.add_argument("--merge", action="append", default=[], metavar="JSON",
                         help="add the runs of an earlier report's .json to the table (cells "
                              "this run measures again replace them)")
     args = parser.parse_args(argv)
-    schedule = cells(args.kinds.split(","), args.moments.split(","), args.seed, args.short)
+    schedule = cells(args.kinds.split(","), args.moments.split(","), args.seed, args.short,
+                     args.cells)
     connectors = args.connectors.split(",")
     results: list[RunResult] = [RunResult(**r) for path in args.merge
                                 for r in json.loads(Path(path).read_text())["runs"]]

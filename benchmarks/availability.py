@@ -221,6 +221,8 @@ def _cell(r: RunResult | None) -> str:
     if r is None:
         return "-"
     text = f"{r.failures} / {r.stall_s:.0f} s" if r.stall_s is not None else f"{r.failures} / -"
+    if r.env_failures:
+        text += f" (+{r.env_failures} machine)"
     if not r.finished:
         text += " STUCK"
     if r.duplicates or r.missing:
@@ -263,8 +265,9 @@ def write(results: list[RunResult], args: argparse.Namespace, started: str, seco
               f"{PARTITIONS} partitions, 100 per batch, 1 s trigger, until a batch "
               "finished after the fault was lifted. A cell reads `failures / longest stall` "
               "(a failure is a StreamingQueryException or a start() that raised, restarted "
-              "from the checkpoint at once; the stall is the longest time without a finished "
-              "batch from the fault's beginning to the first batch after it was lifted; "
+              "from the checkpoint at once; `+N machine`: a Python worker that did not connect "
+              "back to the JVM in Spark's fixed 10 s on the overloaded machine; the stall is "
+              "the longest time without a finished batch from the fault's beginning to the first batch after it was lifted; "
               "STUCK: no recovery within 6 min).")
     out.with_suffix(".md").write_text("\n".join([header, "", *table(results)]) + "\n")
     out.with_suffix(".json").write_text(json.dumps(

@@ -47,6 +47,7 @@ HOLDS = {"planning": "plan.latest", "reading": "read.after_leader/0",
 PARTITIONS, RECORDS, PER_TRIGGER = 3, 30000, 100
 RUN_TIMEOUT_S = 360.0
 _HOLD_WAIT_S = 90.0
+_MACHINE = ("Python worker failed to connect back",)
 
 
 @dataclass
@@ -55,6 +56,9 @@ class RunResult:
     moment: str
     connector: str
     failures: int = 0
+    #: Failures of the machine, not of the connector: a Python worker that did not connect
+    #: back to the JVM in time (Spark's fixed 10 s; seen at load 60).
+    env_failures: int = 0
     errors: list[str] = field(default_factory=list)
     finished: bool = False
     stall_s: float | None = None
@@ -128,7 +132,10 @@ class Run:
             self._failed(exc)
 
     def _failed(self, exc: BaseException) -> None:
-        self.result.failures += 1
+        if any(s in str(exc) for s in _MACHINE):
+            self.result.env_failures += 1
+        else:
+            self.result.failures += 1
         self.result.errors.append(_first_line(exc))
         print(f"    query failed: {self.result.errors[-1]}", flush=True)
 

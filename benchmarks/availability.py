@@ -267,7 +267,8 @@ def write(results: list[RunResult], args: argparse.Namespace, started: str, seco
               "(a failure is a StreamingQueryException or a start() that raised, restarted "
               "from the checkpoint at once; `+N machine`: a Python worker that did not connect "
               "back to the JVM in Spark's fixed 10 s on the overloaded machine; the stall is "
-              "the longest time without a finished batch from the fault's beginning to the first batch after it was lifted; "
+              "the longest time without a finished batch from the fault's beginning to the "
+              "first batch after it was lifted; "
               "STUCK: no recovery within 6 min).")
     out.with_suffix(".md").write_text("\n".join([header, "", *table(results)]) + "\n")
     out.with_suffix(".json").write_text(json.dumps(

@@ -59,8 +59,8 @@ SHORT = (("none", "start"), ("kill", "start"), ("kill", "commit"), ("sigstop", "
 def cells(kinds: list[str], moments: list[str], seed: int, short: bool,
           only: str = "") -> list[tuple[str, str]]:
     chosen = list(SHORT) if short else [(k, m) for k in KINDS for m in SCHEDULE[k]]
-    if only:
-        chosen = [(k, m) for k, _, m in (c.partition(":") for c in only.split(","))]
+    if only:  # in the order given
+        return [(k, m) for k, _, m in (c.partition(":") for c in only.split(","))]
     chosen = [(k, m) for k, m in chosen if k in kinds and m in moments]
     random.Random(seed).shuffle(chosen)
     return chosen
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--short", action="store_true", help=f"only {SHORT}")
     parser.add_argument("--cells", default="", metavar="KIND:MOMENT,...",
-                        help="exactly these cells (any moment for any kind)")
+                        help="exactly these cells, in this order (any moment for any kind)")
     parser.add_argument("--out", default=str(OUT), help="report path, without .md/.json")
     parser.add_argument("--merge", action="append", default=[], metavar="JSON",
                         help="add the runs of an earlier report's .json to the table (cells "

@@ -41,7 +41,9 @@ def sink(bootstrap: str, unique: str, tmp_path: Path) -> Harness:
 @pytest.fixture(scope="session")
 def three_nodes() -> Iterator[KafkaCluster]:
     """One 3-node Apache Kafka for every module that kills, pauses or moves its nodes."""
-    with KafkaCluster(nodes=3, version=KAFKA_VERSION, broker_config=THREE_NODE_CONFIG) as kafka:
+    # A node gets 5 minutes to come up: at load 80 one took over 90 s.
+    with KafkaCluster(nodes=3, version=KAFKA_VERSION, broker_config=THREE_NODE_CONFIG,
+                      ready_timeout_s=300) as kafka:
         yield kafka
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -77,3 +78,68 @@ def test_planning_rides_out_a_paused_leader(kafka: KafkaCluster, unique: str) ->
         assert time.monotonic() - began < options.client.api_timeout_s
     finally:
         planner.close()
+
+
+def test_produce_waits_out_an_isr_below_min_insync_replicas(kafka: KafkaCluster,
+                                                           unique: str) -> None:
+    """isr x writing: the output needs 3 in-sync replicas and a follower is down. Produce
+    answers NOT_ENOUGH_REPLICAS; the task re-sends the same batches (same sequences) until
+    the follower is back, within ``kafka.delivery.timeout.ms``, and the records are
+    committed once (a guard: passed as is)."""
+    from tests.broker.test_leaders_move import _assert_exactly_once, _commit, _rows, _writer
+
+    bootstrap = kafka.bootstrap_servers
+    with in_sync_wire(bootstrap) as wire:
+        create_topic(wire, unique, 3, replication=3, config={"min.insync.replicas": "3"})
+        leaders = dict(require_topics(wire, [unique])[unique].leaders)
+    follower = next(n.node_id for n in kafka.nodes if n.node_id != leaders[0])
+    kafka.stop_node(follower)  # controlled: only the ISR shrinks
+    back = threading.Timer(8.0, kafka.start_node, args=(follower,))
+    back.start()
+    try:
+        with in_sync_wire(bootstrap) as wire:
+            writer = _writer(wire, f"{unique}-tid", unique)
+            rows = _rows("isr", 3, 100)
+            writer.write_batch(rows)
+            handoff = writer.handoff()  # flushes: every batch acknowledged by all 3 replicas
+            assert writer.pipeline.retries > 0, "no NOT_ENOUGH_REPLICAS: the ISR was never short"
+    finally:
+        back.join()
+    _commit(bootstrap, handoff)
+    _assert_exactly_once(bootstrap, unique, [rows])
+
+
+def test_commit_rides_out_a_paused_transaction_coordinator(kafka: KafkaCluster, unique: str,
+                                                           tmp_path) -> None:
+    """sigstop x commit: the coordinator of a task's transactional id is paused after the
+    tasks wrote, as the driver commits. The unanswered EndTxn is an unknown outcome: the
+    driver looks the coordinator up again (the paused node is fenced, another loads the
+    transaction from __transaction_state) and retries, and every record is committed once
+    (a guard: passed as is)."""
+    from collections import Counter
+
+    from eos_kafka_source.client_config import ClientConfig
+    from eos_kafka_source.wire import find_coordinator
+    from tests.oracle import assert_no_open_transactions
+    from tests.sink_harness import Harness, vals
+
+    bootstrap = kafka.bootstrap_servers
+    with in_sync_wire(bootstrap) as wire:
+        create_topic(wire, unique, 2, replication=3)
+    sink = Harness(bootstrap, unique, unique, tmp_path / "ckpt", timeout_ms=600_000)
+    sink.cfg = ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap,
+                                          "kafka.request.timeout.ms": REQUEST_TIMEOUT_MS})
+    sink.driver.prepare(new_run=True)
+    handoffs = [sink.task(p, vals(f"t{p}")) for p in range(2)]
+    with in_sync_wire(bootstrap) as wire:
+        victim = find_coordinator(wire, sink.ids.for_task(0))
+    _pause(kafka, victim)
+    resume = threading.Timer(20.0, _resume, args=(kafka, victim))  # a 20 s pause at most
+    resume.start()
+    try:
+        sink.driver.commit(0, handoffs, tasks=2)
+    finally:
+        resume.cancel()
+        _resume(kafka, victim)
+    assert sink.committed() == Counter(vals("t0") + vals("t1"))
+    assert_no_open_transactions(bootstrap, unique)

@@ -96,10 +96,18 @@ def warm_up(spark: object, kafka: KafkaCluster) -> None:
                  .option("kafka.bootstrap.servers", b).option("subscribe", topic)
                  .option("startingOffsets", "earliest").load())
         with tempfile.TemporaryDirectory(prefix="eoskafka-warm-") as ckpt:
-            query = (frame.select("key", "value").writeStream.format(connector)
-                     .option("kafka.bootstrap.servers", b).option("topic", f"{topic}-out")
-                     .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
-            query.awaitTermination()
+            for attempt in range(5):  # a Python worker may miss Spark's 10 s to connect back
+                try:
+                    query = (frame.select("key", "value").writeStream.format(connector)
+                             .option("kafka.bootstrap.servers", b)
+                             .option("topic", f"{topic}-out").option("checkpointLocation", ckpt)
+                             .trigger(availableNow=True).start())
+                    query.awaitTermination()
+                    break
+                except Exception as exc:  # noqa: BLE001 - retried, then raised
+                    print(f"    warm-up {connector} failed ({str(exc)[:120]})", flush=True)
+                    if attempt == 4:
+                        raise
 
 
 def write_input(bootstrap: str, topic: str, records: int = RECORDS) -> None:

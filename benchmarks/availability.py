@@ -181,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connectors", default=",".join(CONNECTORS))
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--short", action="store_true", help=f"only {SHORT}")
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the table of the --merge'd reports, run nothing")
     parser.add_argument("--cells", default="", metavar="KIND:MOMENT,...",
                         help="exactly these cells, in this order (any moment for any kind)")
     parser.add_argument("--out", default=str(OUT), help="report path, without .md/.json")
@@ -193,8 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     connectors = args.connectors.split(",")
     results: list[RunResult] = [RunResult(**r) for path in args.merge
                                 for r in json.loads(Path(path).read_text())["runs"]]
-    results = [r for r in results if (r.kind, r.moment) not in schedule]
+    if not args.report_only:
+        results = [r for r in results if (r.kind, r.moment) not in schedule]
     started, t0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), time.monotonic()
+    if args.report_only:  # the table of the --merge'd runs, nothing run
+        write(results, args, started, 0, Path(args.out))
+        print("\n".join(table(results)))
+        return 0
     print(f"{len(schedule)} cells x {len(connectors)} connectors: {schedule}", flush=True)
     with tempfile.TemporaryDirectory(prefix="eoskafka-availability-") as tmp, \
             KafkaCluster(nodes=3, version="4.3", workdir=f"{tmp}/kafka",
@@ -264,9 +271,12 @@ def write(results: list[RunResult], args: argparse.Namespace, started: str, seco
 
     out.parent.mkdir(parents=True, exist_ok=True)
     merged = f" and the runs of {', '.join(args.merge)}" if args.merge else ""
-    header = (f"Measured {started} by `make availability` (benchmarks/availability.py"
-              f"{' --short' if args.short else ''}, seed {args.seed}), {seconds / 60:.0f} min"
-              f"{merged}: "
+    when = (f"Measured {started} by `make availability` (benchmarks/availability.py"
+            f"{' --short' if args.short else ''}, seed {args.seed}), {seconds / 60:.0f} min"
+            f"{merged}")
+    if args.report_only:
+        when = f"The runs of {', '.join(args.merge)} (benchmarks/availability.py)"
+    header = (f"{when}: "
               f"pyspark {pyspark.__version__} local[2,4], spark-sql-kafka-0-10_2.13 "
               f"{connector_version()}, Apache Kafka 4.3.1, 3 nodes (replication 3, "
               f"min.insync.replicas 2). Per run a backlog of {RECORDS:,} records in "

@@ -252,16 +252,19 @@ def _cell(r: RunResult | None) -> str:
 def table(results: list[RunResult]) -> list[str]:
     by = {(r.kind, r.moment, r.connector): r for r in results}  # the last run of a cell
     lines = ["| fault | moment | Spark `kafka`: failures / longest stall | "
-             "`eoskafka`: failures / longest stall | eoskafka exactly once |",
-             "|---|---|---|---|---|"]
+             "`eoskafka`: failures / longest stall | eoskafka exactly once | "
+             "batch interval outside the fault, kafka / eoskafka |",
+             "|---|---|---|---|---|---|"]
     seen = list(dict.fromkeys((r.kind, r.moment) for r in results))
     for kind, moment in sorted(seen, key=lambda c: (KINDS.index(c[0]), MOMENTS.index(c[1]))):
         eos = by.get((kind, moment, "eoskafka"))
         exact = "-" if eos is None else (
             "yes" if not (eos.duplicates or eos.missing or eos.open_txns) and eos.finished
             else "**NO**")
+        gaps = " / ".join(f"{r.batch_s:.1f} s" if r and r.batch_s is not None else "-"
+                          for r in (by.get((kind, moment, "kafka")), eos))
         lines.append(f"| {kind} | {moment} | {_cell(by.get((kind, moment, 'kafka')))} | "
-                     f"{_cell(eos)} | {exact} |")
+                     f"{_cell(eos)} | {exact} | {gaps} |")
     return lines
 
 

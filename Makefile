@@ -6,9 +6,14 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
+<<<<<<< HEAD
 .PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults test-kafka39 test-fast test-faults lint demo \
 	demo-docker bench bench-connector contrast chaos chaos-operator smoke-spark smoke-spark-deps smoke-spark40 \
 	clean
+=======
+.PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults test-kafka39 test-fast test-faults lint demo availability \
+	demo-docker bench bench-connector contrast chaos chaos-operator smoke-spark smoke-spark40 clean
+>>>>>>> avail
 
 setup: $(STAMP)
 
@@ -95,6 +100,14 @@ bench-connector: setup
 ## console consumer: bench-results/contrast.md and the README's contrast table.
 contrast: setup
 	$(PY) -m benchmarks.contrast
+
+## Availability under Kafka's operations, Spark's connector beside eoskafka, on a 3-node
+## Apache Kafka (benchmarks/availability.py): faults by kind x moment, query failures and
+## the longest stall per connector: bench-results/availability.md and .json.
+## AVAILABILITY_ARGS=--short for the quick subset (CI); --kinds/--moments/--seed.
+AVAILABILITY_ARGS ?=
+availability: kafka-jars
+	nice -n 10 $(PY) -m benchmarks.availability $(AVAILABILITY_ARGS)
 
 ## Exactly-once under faults on a Spark standalone cluster + durable broker (tests/chaos).
 ## `make chaos` is the short round (one fault of each kind + 2, a few minutes);

@@ -37,8 +37,28 @@ CONNECTION_KEYS = frozenset({
     "ssl.truststore.password", "ssl.ca.location", "ssl.certificate.location",
     "ssl.key.location", "ssl.key.password", "ssl.keystore.location", "ssl.keystore.type",
     "ssl.keystore.password", "ssl.endpoint.identification.algorithm", "request.timeout.ms",
-    "socket.connection.setup.timeout.ms", "client.id",
+    "socket.connection.setup.timeout.ms", "client.id", "default.api.timeout.ms",
+    "delivery.timeout.ms", "max.block.ms",
 })
+
+#: The deadlines, as the Java client names them: (default ms, what eoskafka bounds with it).
+#: Every retry loop of one operation shares one deadline (issue 16): a broker restart, a
+#: moved coordinator or leader, a paused node or a short ISR is retried until it passes.
+DEADLINES: dict[str, tuple[int, str]] = {
+    "request.timeout.ms": (30_000, "one request: how long an answer is awaited before the "
+                           "request counts as lost (the node may be paused or gone) and is "
+                           "retried within its operation's deadline"),
+    "socket.connection.setup.timeout.ms": (10_000, "one connection attempt to one broker"),
+    "default.api.timeout.ms": (60_000, "each driver-side or metadata operation, all its "
+                               "retries included: planning (latestOffset, initialOffset), "
+                               "metadata and leader lookups, FindCoordinator, fencing "
+                               "(InitProducerId), aborts, consumer-group offsets"),
+    "delivery.timeout.ms": (120_000, "a Produce batch, all its re-sends included (a lost "
+                            "leader, NOT_ENOUGH_REPLICAS, a request timeout); at least "
+                            "request.timeout.ms"),
+    "max.block.ms": (60_000, "a task's transactional calls before and between writes: "
+                     "FindCoordinator, InitProducerId, AddPartitionsToTxn"),
+}
 
 #: Java client settings accepted and kept in ``ClientConfig.extra``; none of
 #: them changes what eoskafka reads or writes (tuning of a client we do not run).
@@ -47,7 +67,7 @@ PASSTHROUGH_KEYS = frozenset({
     "client.dns.lookup", "connections.max.idle.ms", "metadata.max.age.ms",
     "receive.buffer.bytes", "send.buffer.bytes", "reconnect.backoff.ms",
     "reconnect.backoff.max.ms", "retry.backoff.ms", "retry.backoff.max.ms",
-    "socket.connection.setup.timeout.max.ms", "default.api.timeout.ms", "client.rack",
+    "socket.connection.setup.timeout.max.ms", "client.rack",
     "ssl.protocol", "ssl.enabled.protocols", "ssl.cipher.suites",
     "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
     # consumer
@@ -57,7 +77,7 @@ PASSTHROUGH_KEYS = frozenset({
     # producer
     "linger.ms", "batch.size", "buffer.memory", "compression.type", "compression.gzip.level",
     "compression.lz4.level", "compression.zstd.level", "max.request.size",
-    "max.block.ms", "delivery.timeout.ms", "retries", "max.in.flight.requests.per.connection",
+    "retries", "max.in.flight.requests.per.connection",
 })
 
 #: Settings whose meaning depends on reading or writing; judged by SourceOptions/SinkOptions.
@@ -245,8 +265,18 @@ class ClientConfig:
     ssl_check_hostname: bool = True
     request_timeout_ms: int = 30000
     connect_timeout_ms: int = 10000
+    #: ``kafka.default.api.timeout.ms``, ``kafka.delivery.timeout.ms``, ``kafka.max.block.ms``:
+    #: the deadline of one operation, retries included (:data:`DEADLINES`).
+    api_timeout_ms: int = 60000
+    delivery_timeout_ms: int = 120000
+    max_block_ms: int = 60000
     client_id: str = "eoskafka"
     extra: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def api_timeout_s(self) -> float:
+        """``kafka.default.api.timeout.ms`` in seconds: one operation's deadline."""
+        return self.api_timeout_ms / 1000
 
     def __repr__(self) -> str:
         parts = []
@@ -383,9 +413,13 @@ class ClientConfig:
                 f"'https' (check the broker host name, the default) or '' (do not check)."
             )
 
-        timeouts = {name: _positive_int(f"kafka.{name}", kafka[name])
-                    for name in ("request.timeout.ms", "socket.connection.setup.timeout.ms")
-                    if name in kafka}
+        timeouts = {name: _positive_int(f"kafka.{name}", kafka[name]) if name in kafka
+                    else default for name, (default, _) in DEADLINES.items()}
+        if timeouts["delivery.timeout.ms"] < timeouts["request.timeout.ms"]:
+            raise ConfigError(  # the Java producer refuses this too
+                f"kafka.delivery.timeout.ms ({timeouts['delivery.timeout.ms']}) must be at "
+                f"least kafka.request.timeout.ms ({timeouts['request.timeout.ms']}): a batch "
+                "would give up before its first answer could arrive; raise it.")
         client_id = kafka.get("client.id", "eoskafka").strip()
         if not client_id:
             raise ConfigError("kafka.client.id is empty; remove it or give a name.")
@@ -400,8 +434,11 @@ class ClientConfig:
             ssl_keyfile=keyfile,
             ssl_password=ssl_password,
             ssl_check_hostname=algorithm != "",
-            request_timeout_ms=timeouts.get("request.timeout.ms", 30000),
-            connect_timeout_ms=timeouts.get("socket.connection.setup.timeout.ms", 10000),
+            request_timeout_ms=timeouts["request.timeout.ms"],
+            connect_timeout_ms=timeouts["socket.connection.setup.timeout.ms"],
+            api_timeout_ms=timeouts["default.api.timeout.ms"],
+            delivery_timeout_ms=timeouts["delivery.timeout.ms"],
+            max_block_ms=timeouts["max.block.ms"],
             client_id=client_id,
             extra=tuple(sorted((k, v) for k, v in kafka.items() if k in PASSTHROUGH_KEYS)),
         )

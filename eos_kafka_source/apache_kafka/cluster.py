@@ -307,8 +307,12 @@ class KafkaCluster:
         for node in self.nodes:
             self._spawn(node)
         _live.add(self)
-        for node in self.nodes:
-            self._wait_ready(node)
+        try:
+            for node in self.nodes:
+                self._wait_ready(node)
+        except BaseException:  # ``with`` never reaches __exit__: stop what was started here
+            self.stop(keep_data=True)
+            raise
         return self
 
     def _spawn(self, node: _Node) -> None:

@@ -45,8 +45,6 @@ log = logging.getLogger(__name__)
 #: the coordinator looks for timed-out transactions every
 #: transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s by default).
 _TIMEOUT_CHECK_SLACK_S = 15.0
-#: Aborts give up sooner: the fencing that follows them aborts whatever is still open.
-_ABORT_DEADLINE_S = 30.0
 #: The batch id a batch write's decision is recorded under (its lineage is the write id).
 BATCH_WRITE = 0
 
@@ -111,6 +109,7 @@ class DriverProtocol:
                     completed.append(self._view(decision.lineage).get(decision.batch_id))
             pool = self.decisions.pool()
             if new_run or pool.size == 0 or not pool.clean:
+                fault_point("prepare.before_fence")
                 self._fence_pool(wire, pool, probe=True)
             self.decisions.mark_planned()
         if completed:
@@ -280,7 +279,7 @@ class DriverProtocol:
                 unmatched = list(previous.lost_handoffs)
         kept = {txn_key(h) for h in [*previous.committing, *recovery]}
         duplicates = [h for h in fresh if txn_key(h) not in kept]
-        finish(wire, duplicates, commit=False, deadline_s=_ABORT_DEADLINE_S)
+        finish(wire, duplicates, commit=False, deadline_s=wire.config.api_timeout_s)
         log.warning("eoskafka: batch %s was already committed; aborted %d replayed transactions",
                     batch_id, len(duplicates))
         if recovery:
@@ -417,7 +416,7 @@ class DriverProtocol:
                         previous = decisions.get(batch) or previous
                     kept = {txn_key(h) for h in previous.committing}
             finish(wire, [h for h in handoffs if txn_key(h) not in kept],
-                   commit=False, deadline_s=_ABORT_DEADLINE_S)
+                   commit=False, deadline_s=wire.config.api_timeout_s)
             if self.decisions is not None:
                 pool = self.decisions.pool()
                 pool.size = max(pool.size, tasks)

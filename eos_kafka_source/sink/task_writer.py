@@ -55,8 +55,6 @@ _BATCH_BYTES = 900_000  # kafka.batch.size default: under the brokers' max.messa
 _MAX_IN_FLIGHT = 5  # per leader; the idempotent producer's ordering limit
 _REQUEST_FRAMING = 1024  # a Produce request's own bytes besides its batches (header, names)
 _MAX_REQUEST_SIZE = 1_048_576  # the Java producer's default max.request.size
-_DELIVERY_TIMEOUT_MS = 120_000  # the Java producer's default delivery.timeout.ms
-_MAX_BLOCK_MS = 60_000  # the Java producer's default max.block.ms (its coordinator calls)
 
 
 Headers = list[tuple[str, bytes | None]]
@@ -144,12 +142,12 @@ class TaskWriter:
         self.bytes = 0
         extra = dict(wire.config.extra)
         self.max_request_size = int(extra.get("max.request.size", _MAX_REQUEST_SIZE))
-        self.block_s = int(extra.get("max.block.ms", _MAX_BLOCK_MS)) / 1000
+        self.block_s = wire.config.max_block_ms / 1000
         self._request_budget = max(self.max_request_size - _REQUEST_FRAMING, 1)
         self.pipeline = ProducePipeline(
             wire, transactional_id, leader=self._leader, refresh=self._refresh,
             max_in_flight=_MAX_IN_FLIGHT, request_timeout_ms=wire.config.request_timeout_ms,
-            delivery_timeout_s=int(extra.get("delivery.timeout.ms", _DELIVERY_TIMEOUT_MS)) / 1000,
+            delivery_timeout_s=wire.config.delivery_timeout_ms / 1000,
         )
 
     # -- lifecycle -------------------------------------------------------------------------

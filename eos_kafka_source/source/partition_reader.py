@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..errors import DataLossError, KafkaProtocolError, TopicNotFoundError
+from ..faults import fault_point
 from ..records import BatchHeader, ColumnBuilder
 from ..records.decode import arrow_schema
 from ..visibility import visible_batches
@@ -81,6 +82,7 @@ def read_partition(
     position = part.start
     try:
         leader = leader_of(fetch_metadata(wire, [part.topic]), tp)
+        fault_point("read.after_leader", task=part.partition)  # the leader may die here
         while position < part.end:
             try:
                 for header, view in _visible(wire, leader, part, position):

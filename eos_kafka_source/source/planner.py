@@ -71,10 +71,10 @@ log = logging.getLogger(__name__)
 Offsets = dict[TopicPartition, int]
 _T = TypeVar("_T")
 #: How long planning keeps reconnecting to a broker that dropped the connection or is down
-#: (a broker restart, a rolling upgrade) before the error fails the query: the Java
-#: consumer's default.api.timeout.ms (60 s), which Spark's connector inherits. A connection
-#: to a dead node costs kafka.socket.connection.setup.timeout.ms (10 s) before it is given up.
-RECONNECT_BUDGET_S = 60.0
+#: (a broker restart, a rolling upgrade) before the error fails the query:
+#: ``kafka.default.api.timeout.ms`` (ClientConfig.api_timeout_ms, 60 s as the Java consumer's,
+#: which Spark's connector inherits). A connection to a dead node costs
+#: kafka.socket.connection.setup.timeout.ms (10 s) before it is given up.
 
 
 def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:
@@ -87,7 +87,7 @@ def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:
 
     @functools.wraps(method)
     def wrapper(self: SourcePlanner, *args: Any, **kwargs: Any) -> _T:
-        deadline = time.monotonic() + RECONNECT_BUDGET_S
+        deadline = time.monotonic() + self.options.client.api_timeout_s
         pause = 0.2
         answered = self._reached  # some broker of the cluster has answered us
         while True:

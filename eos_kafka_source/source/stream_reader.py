@@ -43,6 +43,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..errors import EosKafkaError
+from ..faults import fault_point
 from ..offsets import from_spark_offset, to_spark_offset
 from ..options import SourceOptions
 from ..wire.groups import commit_offsets
@@ -135,6 +136,7 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # Spark calls commit() for a batch only when it plans the next one, so after a
             # drain this is the only hook that sees the last batch's end.
             self._report_progress(base)
+        fault_point("plan.latest")  # the availability harness holds planning here
         latest = self.planner.latest_offsets(base, max_offsets, target=self._target)
         self._latest = latest.latest
         end = latest.end

@@ -93,20 +93,20 @@ def leader_of(info: dict[str, TopicInfo], tp: TopicPartition) -> int:
 
 
 def find_coordinator(wire: KafkaWire, key: str, key_type: int = 1, *,
-                     deadline: Deadline | float = 30.0) -> int:
+                     deadline: Deadline | float | None = None) -> int:
     """Node id of the transaction (key_type=1) or group (0) coordinator for ``key``."""
     return find_coordinators(wire, [key], key_type, deadline=deadline)[key]
 
 
 def find_coordinators(wire: KafkaWire, keys: Sequence[str], key_type: int = 1, *,
-                      deadline: Deadline | float = 30.0) -> dict[str, int]:
+                      deadline: Deadline | float | None = None) -> dict[str, int]:
     """Coordinators for many keys: one batched request (v4+) or pipelined ones.
 
     Retries, until ``deadline``, the codes that say "not yet" (COORDINATOR_NOT_AVAILABLE while
     ``__consumer_offsets`` or ``__transaction_state`` is being created or moved) and a broker
     that dropped the connection (the next attempt asks another one).
     """
-    deadline = Deadline.of(deadline)
+    deadline = Deadline.of(deadline, wire)
     pending = sorted(set(keys))
     out: dict[str, int] = {}
     attempt = 0
@@ -150,11 +150,11 @@ def _find_once(wire: KafkaWire, keys: list[str], key_type: int) -> dict[str, tup
 
 
 def fresh_leaders(wire: KafkaWire, topics: list[str], *,
-                  deadline: Deadline | float = 30.0) -> dict[str, TopicInfo]:
+                  deadline: Deadline | float | None = None) -> dict[str, TopicInfo]:
     """Metadata for ``topics`` once every partition has a leader, asking again (another broker
     when one dropped the connection) until ``deadline``: what a producer does after
     NOT_LEADER_OR_FOLLOWER or a lost leader."""
-    deadline = Deadline.of(deadline)
+    deadline = Deadline.of(deadline, wire)
     attempt = 0
     while True:
         try:

@@ -22,7 +22,7 @@ from .retry import GROUP, Deadline, with_coordinator
 
 def commit_offset(
     wire: KafkaWire, group: str, topic: str, partition: int, offset: int, metadata: str,
-    *, deadline: Deadline | float = 30.0,
+    *, deadline: Deadline | float | None = None,
 ) -> None:
     """A simple (non-member) offset commit carrying ``metadata``."""
     commit_offsets(wire, group, {(topic, partition): offset}, metadata, deadline=deadline)
@@ -30,7 +30,7 @@ def commit_offset(
 
 def commit_offsets(
     wire: KafkaWire, group: str, offsets: Mapping[tuple[str, int], int], metadata: str,
-    *, deadline: Deadline | float = 30.0,
+    *, deadline: Deadline | float | None = None,
 ) -> None:
     """One simple (non-member, generation -1) offset commit for many partitions.
 
@@ -66,7 +66,7 @@ def commit_offsets(
 
 def fetch_offset(
     wire: KafkaWire, group: str, topic: str, partition: int,
-    *, deadline: Deadline | float = 30.0,
+    *, deadline: Deadline | float | None = None,
 ) -> tuple[int, str | None] | None:
     """(offset, metadata) committed by ``group`` for the partition, or None."""
     version = wire.version(OffsetFetchRequest)

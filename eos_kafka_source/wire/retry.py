@@ -34,8 +34,14 @@ class Deadline:
         self.at = time.monotonic() + seconds
 
     @classmethod
-    def of(cls, deadline: Deadline | float) -> Deadline:
-        return deadline if isinstance(deadline, Deadline) else cls(deadline)
+    def of(cls, deadline: Deadline | float | None, wire: KafkaWire | None = None) -> Deadline:
+        """``deadline`` as a Deadline; None is the operation deadline of ``wire``'s client,
+        ``kafka.default.api.timeout.ms`` (60 s, as the Java client)."""
+        if isinstance(deadline, Deadline):
+            return deadline
+        if deadline is None:
+            deadline = wire.config.api_timeout_s if wire is not None else 60.0
+        return cls(deadline)
 
     def left(self) -> float:
         return max(self.at - time.monotonic(), 0.0)
@@ -79,7 +85,7 @@ def with_coordinators(
     keys: Sequence[str],
     send: SendMany[T],
     *,
-    deadline: Deadline | float,
+    deadline: Deadline | float | None,
     key_type: int = TRANSACTION,
     nodes: Mapping[str, int] | None = None,
     find: Callable[[Sequence[str], Deadline], dict[str, int]] | None = None,
@@ -95,7 +101,7 @@ def with_coordinators(
     """
     from .cluster import find_coordinators  # cluster imports this module
 
-    deadline = Deadline.of(deadline)
+    deadline = Deadline.of(deadline, wire)
     where = {k: v for k, v in (nodes or {}).items() if k in keys}
     out: dict[str, T | BaseException] = {}
     pending = list(dict.fromkeys(keys))
@@ -139,7 +145,7 @@ def with_coordinator(
     key: str,
     send: Callable[[int], T],
     *,
-    deadline: Deadline | float,
+    deadline: Deadline | float | None,
     key_type: int = TRANSACTION,
     node: int | None = None,
 ) -> tuple[T, int]:

@@ -45,7 +45,7 @@ def init_producer_ids(
     transactional_ids: Sequence[str],
     timeout_ms: int,
     *,
-    deadline_s: Deadline | float = 30.0,
+    deadline_s: Deadline | float | None = None,
 ) -> dict[str, ProducerIdentity]:
     """InitProducerId for many ids at once (pipelined), each at its coordinator.
 
@@ -93,11 +93,12 @@ def _identity(tid: str, resp: object, timeout_ms: int) -> ProducerIdentity | Bas
     return for_code(code)(f"InitProducerId for transactional id {tid!r}")
 
 
-def init_idempotent(wire: KafkaWire, *, deadline_s: float = 30.0) -> ProducerIdentity:
+def init_idempotent(wire: KafkaWire, *,
+                    deadline_s: Deadline | float | None = None) -> ProducerIdentity:
     """A producer id with no transactional id (the at-least-once path); any broker hands one
     out, so a lost broker or a retriable code is retried on another."""
     version = wire.version(InitProducerIdRequest)
-    deadline = Deadline(deadline_s)
+    deadline = Deadline.of(deadline_s, wire)
     request = InitProducerIdRequest[version](
         transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
     )
@@ -123,7 +124,7 @@ def add_partitions_to_txn(
     producer: ProducerIdentity,
     partitions: Sequence[TopicPartition],
     *,
-    deadline_s: Deadline | float = 30.0,
+    deadline_s: Deadline | float | None = None,
 ) -> int:
     """Register partitions with the open transaction before producing to them.
 
@@ -177,7 +178,7 @@ def verify_txns(
     coordinator_of: Mapping[str, int],
     txns: Sequence[tuple[str, ProducerIdentity, Sequence[TopicPartition]]],
     *,
-    deadline_s: float = 30.0,
+    deadline_s: float | None = None,
 ) -> list[KafkaProtocolError | None]:
     """Whether each open transaction is still live and ours, pipelined; None when it is.
 
@@ -193,7 +194,8 @@ def verify_txns(
     version = wire.version(AddPartitionsToTxnRequest)
     results: dict[str, KafkaProtocolError | None] = {}
     pending = list(txns)
-    deadline = time.monotonic() + deadline_s
+    deadline = time.monotonic() + (wire.config.api_timeout_s if deadline_s is None
+                                   else deadline_s)
     while pending:
         calls = [(coordinator_of[tid], _add_partitions_request(version, tid, who, parts))
                  for tid, who, parts in pending]

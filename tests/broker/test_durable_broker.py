@@ -84,7 +84,8 @@ def test_driver_commits_a_handoff_across_a_broker_restart(durable, unique) -> No
 
 def test_source_planning_rides_out_a_broker_restart(durable, unique) -> None:
     """Found by the chaos harness: the planner's connection died with the broker and the
-    query failed at its next latestOffset; it now reconnects (RECONNECT_BUDGET_S)."""
+    query failed at its next latestOffset; it now reconnects (within
+    kafka.default.api.timeout.ms)."""
     bootstrap = durable.bootstrap_servers
     create_topic(bootstrap, unique)
     with TxnWriter(bootstrap, f"{unique}-w") as w:

@@ -5,64 +5,30 @@ Each case drives a TaskWriter directly, kills or misdirects a broker at a chosen
 the driver commit, and checks every record is committed exactly once with both the
 marker-resolving oracle and Kafka's own read_committed console consumer.
 
-The cluster (``kafka3``, shared with the coordinator failover cases) fences a dead broker
-after 4 s (``broker.session.timeout.ms``) instead of 9, and takes requests of at most 2 MiB
-(``socket.request.max.bytes``, 100 MiB by default), so that a Produce request packed past
-``max.request.size`` fails visibly.
+The cluster (``kafka3``, shared with the other 3-node modules: tests/broker/conftest.py)
+fences a dead broker after 4 s (``broker.session.timeout.ms``) instead of 9, and takes
+requests of at most 2 MiB (``socket.request.max.bytes``, 100 MiB by default), so that a
+Produce request packed past ``max.request.size`` fails visibly.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
-from kafka.protocol.metadata import MetadataRequest
 
 from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools
-from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.task_writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire, ProducerIdentity, TopicInfo, end_txns
 from eos_kafka_source.wire.cluster import create_topic, find_coordinator
 from eos_kafka_source.wire.groups import commit_offset, fetch_offset
 from eos_kafka_source.wire.retry import GROUP, with_coordinator
+from tests.broker.conftest import in_sync_wire as _wire
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
 
 pytestmark = [pytest.mark.kafka_only, pytest.mark.faults]
-
-@pytest.fixture
-def kafka(kafka3: KafkaCluster) -> Iterator[KafkaCluster]:
-    """The shared 3-node cluster (tests/broker/conftest.py), whole again after the test
-    (every node up, every replica in sync)."""
-    yield kafka3
-    for node in kafka3.nodes:
-        if not node.running:
-            kafka3.start_node(node.node_id)
-    _await_in_sync(kafka3.bootstrap_servers)
-
-
-def _wire(bootstrap: str) -> KafkaWire:
-    return KafkaWire(ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap}))
-
-
-def _await_in_sync(bootstrap: str, timeout_s: float = 120) -> None:
-    """Until every partition (internal ones too) has all three replicas in sync."""
-    deadline = time.monotonic() + timeout_s
-    with _wire(bootstrap) as wire:
-        while True:
-            version = wire.version(MetadataRequest)
-            response = wire.request(wire.any_node(), MetadataRequest[version](
-                topics=None, allow_auto_topic_creation=False), "Metadata")
-            lagging = [f"{t.name}-{p.partition_index}" for t in response.topics
-                       for p in t.partitions if len(p.isr_nodes) < 3]
-            if not lagging:
-                return
-            assert time.monotonic() < deadline, f"replicas still out of sync: {lagging[:10]}"
-            time.sleep(0.2)
-
 
 def _create(bootstrap: str, topic: str, partitions: int) -> None:
     """A topic replicated three ways (``min.insync.replicas=2``): it survives one dead broker."""

@@ -671,3 +671,23 @@ def test_sink_batching_settings_and_spark_sink_options():
            "gzip, snappy, lz4, zstd")
     raises(lambda: sink(**{"kafka.linger.ms": "soon"}), "kafka.linger.ms")
     raises(lambda: sink(**{"kafka.batch.size": "-1"}), "kafka.batch.size")
+
+
+def test_deadlines_are_kafkas_names_and_defaults():
+    """Issue 16: every retry loop's deadline is a named option mapped from the Java client's,
+    with the Java client's default, validated once here."""
+    c = client()
+    assert (c.request_timeout_ms, c.api_timeout_ms, c.delivery_timeout_ms, c.max_block_ms) \
+        == (30000, 60000, 120000, 60000)
+    assert c.api_timeout_s == 60.0
+    c = client(**{"kafka.default.api.timeout.ms": "90000", "kafka.delivery.timeout.ms": "300000",
+                  "kafka.max.block.ms": "45000", "kafka.request.timeout.ms": "20000"})
+    assert (c.request_timeout_ms, c.api_timeout_ms, c.delivery_timeout_ms, c.max_block_ms) \
+        == (20000, 90000, 300000, 45000)
+    assert c.extra == ()  # parsed, not passed through
+    for key in ("default.api.timeout.ms", "delivery.timeout.ms", "max.block.ms"):
+        for bad in ("soon", "0"):
+            raises(lambda k=key, v=bad: client(**{f"kafka.{k}": v}),
+                   f"kafka.{key} must be a positive")
+    raises(lambda: client(**{"kafka.delivery.timeout.ms": "10000"}),
+           "kafka.delivery.timeout.ms (10000) must be at least kafka.request.timeout.ms")

@@ -36,6 +36,7 @@ from .handoff import TxnHandoff, handoffs_of
 from .lineage import query_id_at, task_lineage
 from .naming import TransactionalIdFactory, default_prefix, fingerprint
 from .task_writer import TaskWriter
+from .timings import Phases
 
 try:  # pyspark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamArrowBase
@@ -246,22 +247,33 @@ class EosKafkaStreamWriter(_Writer, *_STREAM_BASES):  # type: ignore[misc]
     """Streaming sink: one Kafka transaction per task, committed by the driver per batch."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        timed = Phases("stream_writer")
         super().__init__(options, schema, streaming=True)
+        timed.mark("options")
         if _in_commit_worker():
+            timed.mark("which_worker")
+            timed.write(worker="commit")
             return
+        timed.mark("which_worker")
         if self.prefix not in _CHECKED_IN_PROCESS:  # first batch of this run only: a topic
             self.preflight()                         # deleted later fails the tasks instead
             _CHECKED_IN_PROCESS.add(self.prefix)
+        timed.mark("preflight")
         if self.exactly_once:
             run = (self.prefix, self.lineage or "")
             self._protocol().prepare(new_run=run not in _PREPARED_IN_PROCESS)
             _PREPARED_IN_PROCESS.add(run)
+        timed.mark("prepare")
+        timed.write(worker="planning")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TxnHandoff:  # type: ignore[override]
         return self._write(iterator)
 
     def commit(self, messages: list[Any], batchId: int) -> None:  # noqa: N803 (Spark's name)
+        timed = Phases("commit_hook")
         self._commit(messages, batchId)
+        timed.mark("commit")
+        timed.write(batch=batchId)
 
     def abort(self, messages: list[Any], batchId: int) -> None:  # noqa: N803
         self._abort(messages, batchId)

@@ -1,0 +1,208 @@
+"""Produce-to-visible latency, eoskafka against Spark's connector: ``make bench-latency``.
+
+One Apache Kafka broker (started here, KRaft, one node), one ``local[2]`` SparkSession with
+the connector's jars. The same job, Kafka -> Spark (``selectExpr("key", "value")``) ->
+Kafka, runs with Spark's connector (source and at-least-once sink), with eoskafka
+exactly-once and with eoskafka at-least-once, at each trigger (default, 1 s, 100 ms);
+the variants take turns (their order alternates per trigger), each query on fresh topics.
+Inside a query the feeder steps through the rates (1k, 20k, 100k records/s); each step's
+first ``--settle`` seconds are not counted (the backlog of the step before drains).
+
+A read_committed watcher times every record from the feeder's Produce to the Fetch that
+returned it (:mod:`.latency_probe`). Spark's StreamingQueryProgress gives each batch's
+phases (durationMs); eoskafka's driver steps time themselves when ``EOSKAFKA_TIMINGS``
+names a file (:mod:`eos_kafka_source.sink.timings`). Writes ``bench-results/latency.md``,
+``.json`` and CDF charts ``latency-cdf-*.png`` (:mod:`.latency_report`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from eos_kafka_source.apache_kafka import KafkaCluster
+from eos_kafka_source.client_config import ClientConfig
+
+from .common import unique
+from .latency_probe import BUCKET_NS, Feeder, Watcher
+from .latency_report import save
+from .versus import load, ready_topic
+
+DEFAULT_OUT = Path("bench-results/latency.md")
+PARTITIONS = 4
+#: name -> (format, delivery.guarantee option or None)
+VARIANTS: dict[str, tuple[str, str | None]] = {
+    "built-in at-least-once": ("kafka", None),
+    "eoskafka exactly-once": ("eoskafka", None),
+    "eoskafka at-least-once": ("eoskafka", "at_least_once"),
+}
+TRIGGERS: dict[str, str | None] = {"default": None, "1 s": "1 second", "100 ms": "100 milliseconds"}
+
+
+def start_spark(timings: Path) -> Any:
+    from eos_kafka_source.apache_kafka.spark_connector import spark_jars
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["EOSKAFKA_TIMINGS"] = str(timings)  # inherited by the JVM and its workers
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("eoskafka-latency")
+             .config("spark.jars", spark_jars())
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _wait(until: Any, deadline_s: float, what: str, *probes: Any) -> bool:
+    deadline = time.monotonic() + deadline_s
+    while not until():
+        for p in probes:
+            if p.error is not None:
+                raise RuntimeError(f"{p.name}: {p.error!r}") from p.error
+        if time.monotonic() > deadline:
+            print(f"  gave up waiting for {what} after {deadline_s:.0f} s", flush=True)
+            return False
+        time.sleep(0.05)  # polling the probes' counters; nothing to synchronise on
+    return True
+
+
+def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, variant: str,
+              trigger: str, rates: list[int], step_s: float, settle_s: float) -> dict[str, Any]:
+    """One query of ``variant`` at ``trigger`` through every rate; its raw measurements."""
+    fmt, delivery = VARIANTS[variant]
+    source, sink = ready_topic(cfg, "lat-in", PARTITIONS), ready_topic(cfg, "lat-out", PARTITIONS)
+    feeder, watcher = Feeder(cfg, source, PARTITIONS), Watcher(cfg, sink, PARTITIONS)
+    feeder.start()
+    watcher.start()
+    frame = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", source).option("startingOffsets", "earliest").load())
+    writer = (frame.selectExpr("key", "value").writeStream.format(fmt)
+              .option("kafka.bootstrap.servers", bootstrap).option("topic", sink)
+              .option("checkpointLocation", str(scratch / unique("chk"))))
+    if delivery is not None:
+        writer = writer.option("delivery.guarantee", delivery)
+    if TRIGGERS[trigger] is not None:
+        writer = writer.trigger(processingTime=TRIGGERS[trigger])
+    query = writer.start()
+    steps: list[dict[str, Any]] = []
+    try:
+        # Warm-up: the first batches start Python workers and JVM code paths; measured
+        # steps begin once a trickle has come through.
+        feeder.rate = 200
+        _wait(lambda: watcher.received >= 200, 300, "the warm-up", feeder, watcher)
+        feeder.rate = 0
+        _wait(lambda: watcher.received >= feeder.sent, 120, "the warm-up to drain",
+              feeder, watcher)
+        for rate in rates:
+            feeder.rate = rate
+            begun, wall = time.monotonic_ns(), time.time()
+            loads = [load()]
+            time.sleep(step_s)  # the feeder runs at this rate for the step
+            loads.append(load())
+            steps.append({"rate": rate, "from_ns": begun + int(settle_s * 1e9),
+                          "to_ns": time.monotonic_ns(), "from_wall": wall + settle_s,
+                          "to_wall": time.time(), "load": loads})
+            print(f"  {variant} @ {trigger}, {rate:,}/s: sent {feeder.sent:,}, "
+                  f"visible {watcher.received:,}, load {loads[-1]:.1f}", flush=True)
+        feeder.rate = 0
+        drained = _wait(lambda: watcher.received >= feeder.sent, 180, "the last records",
+                        feeder, watcher)
+    finally:
+        query.stop()
+        feeder.stop()
+        watcher.stop()
+    progress = [json.loads(p.json) for p in query.recentProgress]
+    for step in steps:
+        lo, hi = step["from_ns"] // BUCKET_NS, step["to_ns"] // BUCKET_NS
+        hist: Counter[int] = Counter()
+        for (bucket, ms), n in watcher.hist.items():
+            if lo <= bucket < hi:
+                hist[ms] += n
+        step["hist"] = dict(hist)
+        step["batches"] = [_batch(p) for p in progress
+                           if step["from_wall"] <= _epoch(p["timestamp"]) < step["to_wall"]]
+        step["visible_at"] = [t for t in watcher.visible_at
+                              if step["from_wall"] <= t < step["to_wall"] + 30]
+    return {"variant": variant, "trigger": trigger, "steps": steps, "sent": feeder.sent,
+            "received": watcher.received, "aborted": watcher.aborted, "drained": drained,
+            "feeder_behind_max_s": feeder.behind_max_s}
+
+
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def _batch(p: dict[str, Any]) -> dict[str, Any]:
+    return {"id": p["batchId"], "start": _epoch(p["timestamp"]), "rows": p["numInputRows"],
+            "ms": p["durationMs"]}
+
+
+def _timings(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.latency", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rates", default="1000,20000,100000")
+    parser.add_argument("--triggers", default=",".join(TRIGGERS))
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--step", type=float, default=40.0, help="seconds at each rate")
+    parser.add_argument("--settle", type=float, default=10.0,
+                        help="seconds of each step not counted")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    import pyspark
+
+    from eos_kafka_source.apache_kafka.spark_connector import connector_version
+
+    rates = [int(r) for r in args.rates.split(",")]
+    triggers = args.triggers.split(",")
+    variants = args.variants.split(",")
+    env: dict[str, Any] = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "job": f"Kafka -> Spark -> Kafka, {PARTITIONS} partitions in and out, 100 B values",
+        "steps": f"{args.step:.0f} s per rate, first {args.settle:.0f} s not counted",
+        "Spark": f"pyspark {pyspark.__version__}, local[2]",
+        "connector": f"spark-sql-kafka-0-10_2.13 {connector_version()}",
+        "broker": "Apache Kafka 4.3.1, 1 node (KRaft)", "cores": os.cpu_count(),
+        "uptime at start": os.popen("uptime").read().strip()}
+    scratch = Path(tempfile.mkdtemp(prefix="eoskafka-latency-"))
+    timings = scratch / "timings.jsonl"
+    runs: list[dict[str, Any]] = []
+    spark = None
+    try:
+        with KafkaCluster(nodes=1, version="4.3") as kafka:
+            cfg = ClientConfig.from_options({"kafka.bootstrap.servers": kafka.bootstrap_servers})
+            spark = start_spark(timings)
+            for i, trigger in enumerate(triggers):
+                for variant in (variants if i % 2 == 0 else variants[::-1]):
+                    print(f"{variant}, trigger {trigger}", flush=True)
+                    runs.append(run_query(spark, cfg, kafka.bootstrap_servers, scratch,
+                                          variant, trigger, rates, args.step, args.settle))
+    finally:
+        if spark is not None:
+            spark.stop()
+        if runs:
+            env["uptime at end"] = os.popen("uptime").read().strip()
+            save(args.out, runs, _timings(timings), env)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -61,17 +61,21 @@ def start_spark(timings: Path) -> Any:
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
+             # A loaded machine starts Python workers slowly (default 15 s: failed a query)
+             .config("spark.python.authenticate.socketTimeout", "120s")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-def _wait(until: Any, deadline_s: float, what: str, *probes: Any) -> bool:
+def _wait(until: Any, deadline_s: float, what: str, query: Any, *probes: Any) -> bool:
     deadline = time.monotonic() + deadline_s
     while not until():
         for p in probes:
             if p.error is not None:
                 raise RuntimeError(f"{p.name}: {p.error!r}") from p.error
+        if not query.isActive:
+            raise RuntimeError(f"the query stopped: {query.exception()}")
         if time.monotonic() > deadline:
             print(f"  gave up waiting for {what} after {deadline_s:.0f} s", flush=True)
             return False
@@ -102,15 +106,16 @@ def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, vari
         # Warm-up: the first batches start Python workers and JVM code paths; measured
         # steps begin once a trickle has come through.
         feeder.rate = 200
-        _wait(lambda: watcher.received >= 200, 300, "the warm-up", feeder, watcher)
+        _wait(lambda: feeder.sent >= 200, 60, "the warm-up records", query, feeder, watcher)
         feeder.rate = 0
-        _wait(lambda: watcher.received >= feeder.sent, 120, "the warm-up to drain",
-              feeder, watcher)
+        _wait(lambda: watcher.received >= feeder.sent, 600, "the warm-up", query, feeder,
+              watcher)
         for rate in rates:
             feeder.rate = rate
             begun, wall = time.monotonic_ns(), time.time()
             loads = [load()]
-            time.sleep(step_s)  # the feeder runs at this rate for the step
+            _wait(lambda b=begun: time.monotonic_ns() - b > step_s * 1e9, step_s + 60,
+                  "the step", query, feeder, watcher)  # the feeder runs at this rate
             loads.append(load())
             steps.append({"rate": rate, "from_ns": begun + int(settle_s * 1e9),
                           "to_ns": time.monotonic_ns(), "from_wall": wall + settle_s,
@@ -119,7 +124,7 @@ def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, vari
                   f"visible {watcher.received:,}, load {loads[-1]:.1f}", flush=True)
         feeder.rate = 0
         drained = _wait(lambda: watcher.received >= feeder.sent, 180, "the last records",
-                        feeder, watcher)
+                        query, feeder, watcher)
     finally:
         query.stop()
         feeder.stop()
@@ -185,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="eoskafka-latency-"))
     timings = scratch / "timings.jsonl"
     runs: list[dict[str, Any]] = []
+    failed: list[str] = []
     spark = None
     try:
         with KafkaCluster(nodes=1, version="4.3") as kafka:
@@ -193,13 +199,19 @@ def main(argv: list[str] | None = None) -> int:
             for i, trigger in enumerate(triggers):
                 for variant in (variants if i % 2 == 0 else variants[::-1]):
                     print(f"{variant}, trigger {trigger}", flush=True)
-                    runs.append(run_query(spark, cfg, kafka.bootstrap_servers, scratch,
-                                          variant, trigger, rates, args.step, args.settle))
+                    try:
+                        runs.append(run_query(spark, cfg, kafka.bootstrap_servers, scratch,
+                                              variant, trigger, rates, args.step, args.settle))
+                    except Exception as exc:  # noqa: BLE001 - reported; the others go on
+                        print(f"  FAILED: {exc}", flush=True)
+                        failed.append(f"{variant} @ {trigger}: {str(exc)[:300]}")
     finally:
         if spark is not None:
             spark.stop()
         if runs:
             env["uptime at end"] = os.popen("uptime").read().strip()
+            if failed:
+                env["failed queries"] = "; ".join(failed)
             save(args.out, runs, _timings(timings), env)
     return 0
 

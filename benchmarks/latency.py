@@ -39,7 +39,9 @@ from .versus import load, ready_topic
 DEFAULT_OUT = Path("bench-results/latency.md")
 PARTITIONS = 4
 #: name -> (format, delivery.guarantee option or None)
+PROBE = "probe only (no Spark)"
 VARIANTS: dict[str, tuple[str, str | None]] = {
+    PROBE: ("", None),  # the feeder's topic watched directly: the probe's own floor
     "built-in at-least-once": ("kafka", None),
     "eoskafka exactly-once": ("eoskafka", None),
     "eoskafka at-least-once": ("eoskafka", "at_least_once"),
@@ -87,20 +89,12 @@ def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, vari
               trigger: str, rates: list[int], step_s: float, settle_s: float) -> dict[str, Any]:
     """One query of ``variant`` at ``trigger`` through every rate; its raw measurements."""
     fmt, delivery = VARIANTS[variant]
-    source, sink = ready_topic(cfg, "lat-in", PARTITIONS), ready_topic(cfg, "lat-out", PARTITIONS)
+    source = ready_topic(cfg, "lat-in", PARTITIONS)
+    sink = ready_topic(cfg, "lat-out", PARTITIONS) if fmt else source
     feeder, watcher = Feeder(cfg, source, PARTITIONS), Watcher(cfg, sink, PARTITIONS)
     feeder.start()
     watcher.start()
-    frame = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
-             .option("subscribe", source).option("startingOffsets", "earliest").load())
-    writer = (frame.selectExpr("key", "value").writeStream.format(fmt)
-              .option("kafka.bootstrap.servers", bootstrap).option("topic", sink)
-              .option("checkpointLocation", str(scratch / unique("chk"))))
-    if delivery is not None:
-        writer = writer.option("delivery.guarantee", delivery)
-    if TRIGGERS[trigger] is not None:
-        writer = writer.trigger(processingTime=TRIGGERS[trigger])
-    query = writer.start()
+    query = _start(spark, bootstrap, scratch, fmt, delivery, trigger, source, sink)
     steps: list[dict[str, Any]] = []
     try:
         # Warm-up: the first batches start Python workers and JVM code paths; measured
@@ -137,13 +131,46 @@ def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, vari
             if lo <= bucket < hi:
                 hist[ms] += n
         step["hist"] = dict(hist)
-        step["batches"] = [_batch(p) for p in progress
-                           if step["from_wall"] <= _epoch(p["timestamp"]) < step["to_wall"]]
+        step["batches"] = [_batch(p) for p in progress if _overlaps(p, step)]
         step["visible_at"] = [t for t in watcher.visible_at
                               if step["from_wall"] <= t < step["to_wall"] + 30]
     return {"variant": variant, "trigger": trigger, "steps": steps, "sent": feeder.sent,
             "received": watcher.received, "aborted": watcher.aborted, "drained": drained,
             "feeder_behind_max_s": feeder.behind_max_s}
+
+
+def _start(spark: Any, bootstrap: str, scratch: Path, fmt: str, delivery: str | None,
+           trigger: str, source: str, sink: str) -> Any:
+    if not fmt:
+        return _NoQuery()
+    frame = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", source).option("startingOffsets", "earliest").load())
+    writer = (frame.selectExpr("key", "value").writeStream.format(fmt)
+              .option("kafka.bootstrap.servers", bootstrap).option("topic", sink)
+              .option("checkpointLocation", str(scratch / unique("chk"))))
+    if delivery is not None:
+        writer = writer.option("delivery.guarantee", delivery)
+    if TRIGGERS.get(trigger) is not None:
+        writer = writer.trigger(processingTime=TRIGGERS[trigger])
+    return writer.start()
+
+
+class _NoQuery:
+    """The probe-only variant's stand-in for a StreamingQuery."""
+
+    isActive = True
+    recentProgress: list[Any] = []
+
+    def stop(self) -> None:
+        pass
+
+
+def _overlaps(progress: dict[str, Any], step: dict[str, Any]) -> bool:
+    """Whether a batch ran during the counted part of a step (a loaded machine's batches
+    can be longer than the step)."""
+    start = _epoch(progress["timestamp"])
+    end = start + progress["durationMs"].get("triggerExecution", 0) / 1000
+    return start < step["to_wall"] and end > step["from_wall"]
 
 
 def _epoch(iso: str) -> float:
@@ -196,15 +223,18 @@ def main(argv: list[str] | None = None) -> int:
         with KafkaCluster(nodes=1, version="4.3") as kafka:
             cfg = ClientConfig.from_options({"kafka.bootstrap.servers": kafka.bootstrap_servers})
             spark = start_spark(timings)
-            for i, trigger in enumerate(triggers):
-                for variant in (variants if i % 2 == 0 else variants[::-1]):
-                    print(f"{variant}, trigger {trigger}", flush=True)
-                    try:
-                        runs.append(run_query(spark, cfg, kafka.bootstrap_servers, scratch,
-                                              variant, trigger, rates, args.step, args.settle))
-                    except Exception as exc:  # noqa: BLE001 - reported; the others go on
-                        print(f"  FAILED: {exc}", flush=True)
-                        failed.append(f"{variant} @ {trigger}: {str(exc)[:300]}")
+            plan = [(v, t) for i, t in enumerate(triggers) for v in
+                    (variants if i % 2 == 0 else variants[::-1]) if v != PROBE]
+            if PROBE in variants:
+                plan.insert(0, (PROBE, "(none)"))
+            for variant, trigger in plan:
+                print(f"{variant}, trigger {trigger}", flush=True)
+                try:
+                    runs.append(run_query(spark, cfg, kafka.bootstrap_servers, scratch,
+                                          variant, trigger, rates, args.step, args.settle))
+                except Exception as exc:  # noqa: BLE001 - reported; the others go on
+                    print(f"  FAILED: {exc}", flush=True)
+                    failed.append(f"{variant} @ {trigger}: {str(exc)[:300]}")
     finally:
         if spark is not None:
             spark.stop()

@@ -164,7 +164,7 @@ def draw(out_dir: Path, runs: list[dict[str, Any]]) -> list[Path]:
 def save(out: Path, runs: list[dict[str, Any]], timings: list[dict[str, Any]],
          env: dict[str, Any]) -> list[dict[str, Any]]:
     rows = [summarise(run, step, timings) for run in runs for step in run["steps"]]
-    order = {"default": 0, "1 s": 1, "100 ms": 2}
+    order = {"(none)": -1, "default": 0, "1 s": 1, "100 ms": 2}
     rows.sort(key=lambda r: (order.get(r["trigger"], 9), r["rate"], r["variant"] != BASE,
                              r["variant"]))
     notes = [f"- {run['variant']} @ {run['trigger']}: sent {run['sent']:,}, visible "

@@ -198,7 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=10.0,
                         help="seconds of each step not counted")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--from-json", type=Path, default=None,
+                        help="no run: tables and charts again from a run's JSON")
     args = parser.parse_args(argv)
+    if args.from_json is not None:
+        kept = json.loads(args.from_json.read_text())
+        save(args.out, kept["runs"], kept["timings"], kept["env"])
+        return 0
     import pyspark
 
     from eos_kafka_source.apache_kafka.spark_connector import connector_version

@@ -161,6 +161,20 @@ def draw(out_dir: Path, runs: list[dict[str, Any]]) -> list[Path]:
     return paths
 
 
+def draw_phases(path: Path, rows: list[dict[str, Any]]) -> Path | None:
+    """Mean ms per batch by phase, each variant at each rate of the default trigger."""
+    picked = [r for r in rows if r["trigger"] == "default" and r["batches"]]
+    if not picked or not charts.available():
+        return None
+    groups: dict[str, dict[str, float]] = {}
+    for r in picked:
+        label = f"{r['variant']}, {r['rate'] // 1000}k/s"
+        groups[label] = {k: v * r["batch_ms"] for k, v in r["share"].items()
+                         if v == v and k != "other"}
+    return charts.bar_chart(path, "Where a micro-batch's time goes (default trigger)",
+                            "ms per batch (mean)", groups)
+
+
 def save(out: Path, runs: list[dict[str, Any]], timings: list[dict[str, Any]],
          env: dict[str, Any]) -> list[dict[str, Any]]:
     rows = [summarise(run, step, timings) for run in runs for step in run["steps"]]
@@ -177,7 +191,8 @@ def save(out: Path, runs: list[dict[str, Any]], timings: list[dict[str, Any]],
     out.write_text("\n".join(head + tables(rows) + ["", "## Runs", "", *notes]) + "\n")
     out.with_suffix(".json").write_text(json.dumps(
         {"env": env, "rows": rows, "runs": runs, "timings": timings}, indent=1))
-    for path in draw(out.parent, runs):
-        print(f"chart: {path}", flush=True)
+    for path in [*draw(out.parent, runs), draw_phases(out.parent / "latency-phases.png", rows)]:
+        if path is not None:
+            print(f"chart: {path}", flush=True)
     print("\n".join(tables(rows)), flush=True)
     return rows

@@ -198,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=10.0,
                         help="seconds of each step not counted")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--attempts", type=int, default=3,
+                        help="starts of a query whose Python worker did not connect back")
     parser.add_argument("--from-json", type=Path, default=None,
                         help="no run: tables and charts again from a run's JSON")
     args = parser.parse_args(argv)
@@ -234,13 +236,20 @@ def main(argv: list[str] | None = None) -> int:
             if PROBE in variants:
                 plan.insert(0, (PROBE, "(none)"))
             for variant, trigger in plan:
-                print(f"{variant}, trigger {trigger}", flush=True)
-                try:
-                    runs.append(run_query(spark, cfg, kafka.bootstrap_servers, scratch,
-                                          variant, trigger, rates, args.step, args.settle))
-                except Exception as exc:  # noqa: BLE001 - reported; the others go on
-                    print(f"  FAILED: {exc}", flush=True)
-                    failed.append(f"{variant} @ {trigger}: {str(exc)[:300]}")
+                for attempt in range(1, args.attempts + 1):
+                    print(f"{variant}, trigger {trigger}", flush=True)
+                    try:
+                        runs.append(run_query(spark, cfg, kafka.bootstrap_servers, scratch,
+                                              variant, trigger, rates, args.step, args.settle))
+                        break
+                    except Exception as exc:  # noqa: BLE001 - reported; the others go on
+                        print(f"  FAILED: {str(exc)[:300]}", flush=True)
+                        failed.append(f"{variant} @ {trigger}, attempt {attempt}: "
+                                      f"{str(exc).splitlines()[0][:200]}")
+                        # Spark gives a new Python worker 10 s (hard-coded) to connect
+                        # back: on a loaded machine a query's first worker can miss it.
+                        if "connect back" not in str(exc):
+                            break
     finally:
         if spark is not None:
             spark.stop()

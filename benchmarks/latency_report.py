@@ -152,8 +152,12 @@ def draw(out_dir: Path, runs: list[dict[str, Any]]) -> list[Path]:
         for step in run["steps"]:
             hist = {float(k): v for k, v in step["hist"].items()}
             groups.setdefault((run["trigger"], step["rate"]), {})[run["variant"]] = hist
+    probe = {rate: s for (trigger, rate), s in groups.items() if trigger == "(none)"}
     paths = []
     for (trigger, rate), samples in groups.items():
+        if trigger == "(none)":
+            continue
+        samples = {**samples, **probe.get(rate, {})}  # the probe's floor on every chart
         paths.append(charts.cdf_chart(
             out_dir / f"latency-cdf-{_slug(trigger)}-{rate // 1000}k.png",
             f"Produce to visible, {rate:,} rec/s, trigger {trigger}", "latency (ms, log)",

@@ -6,14 +6,9 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-<<<<<<< HEAD
 .PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults test-kafka39 test-fast test-faults lint demo \
-	demo-docker bench bench-connector contrast chaos chaos-operator smoke-spark smoke-spark-deps smoke-spark40 \
-	clean
-=======
-.PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults test-kafka39 test-fast test-faults lint demo availability \
-	demo-docker bench bench-connector contrast chaos chaos-operator smoke-spark smoke-spark40 clean
->>>>>>> avail
+	demo-docker availability bench bench-setup bench-latency bench-scale bench-longrun bench-connector contrast chaos \
+	chaos-operator smoke-spark smoke-spark-deps smoke-spark40 clean
 
 setup: $(STAMP)
 
@@ -88,12 +83,28 @@ demo-docker:
 
 ## Per-task and Spark figures on the embedded broker, then the side-by-side with Spark's
 ## own Kafka connector on Apache Kafka (bench-results/latest.md, bench-results/versus.md).
-bench: setup
+bench: bench-setup
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.versus
 
+## The benchmarks' extra (matplotlib: PNG charts beside their tables, benchmarks/charts.py).
+BENCH_STAMP := $(VENV)/.installed-bench
+bench-setup: $(BENCH_STAMP)
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[dev,bench]' --config-settings editable_mode=compat
+	touch $(BENCH_STAMP)
+
+## Produce-to-visible latency, Kafka -> Spark -> Kafka, Spark's connector vs eoskafka
+## exactly-once and at-least-once, at 1k/20k/100k rec/s and three triggers, interleaved
+## (bench-results/latency.md + .json + latency-cdf-*.png). ~30 min;
+## LATENCY_ARGS="--step 15 --settle 5 --rates 20000 --triggers default" for a short one.
+LATENCY_ARGS ?=
+bench-latency: bench-setup kafka-jars
+	nice -n 0 $(PY) -m benchmarks.latency $(LATENCY_ARGS)
+
 ## Only the comparison with Spark's Kafka connector (Apache Kafka started by the benchmark).
-bench-connector: setup
+bench-connector: bench-setup
 	$(PY) -m benchmarks.versus
 
 ## At-least-once vs exactly-once under the same faults, duplicates counted with Kafka's

@@ -294,6 +294,26 @@ def save(out: Path, measures: list[Measure], env: dict[str, Any]) -> None:
         into_readme("versus", head[2:] + table(measures))
     out.with_suffix(".json").write_text(json.dumps(
         {"env": env, "measures": [asdict(m) for m in measures]}, indent=1))
+    chart(out.with_name(out.stem + "-throughput.png"), measures, env["when"])
+
+
+def chart(path: Path, measures: list[Measure], when: str) -> Path | None:
+    """Throughput of each measure, built-in beside eoskafka (needs the ``bench`` extra)."""
+    from . import charts
+
+    groups = {_short(m.name): {("built-in" if f == "kafka" else f): m.rate(f) / 1e3
+                               for f in m.times}
+              for m in measures if "kafka" in m.times}
+    if not groups or not charts.available():
+        return None
+    return charts.bar_chart(path, f"eoskafka vs Spark's Kafka connector ({when})",
+                            "thousand records/s (median)", groups)
+
+
+def _short(name: str) -> str:
+    return (name.replace("end to end: Kafka -> Spark -> Kafka (AvailableNow)", "end to end")
+            .replace("source: batch read -> noop", "source read").replace("sink: batch write",
+                                                                          "sink write"))
 
 
 def main(argv: list[str] | None = None) -> int:

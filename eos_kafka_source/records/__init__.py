@@ -8,9 +8,30 @@ Each codec step has a compiled path (aiokafka's extension) and a pure-Python one
 header-less records column-wise from Arrow (:mod:`.arrow_encode`), byte for byte the same.
 """
 
-from eos_kafka_source.records.decode import ColumnBuilder
-from eos_kafka_source.records.encode import encode_batch, encode_control_batch
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from eos_kafka_source.records.header import BatchHeader, control_is_commit, iter_batches
+
+if TYPE_CHECKING:
+    from eos_kafka_source.records.decode import ColumnBuilder
+    from eos_kafka_source.records.encode import encode_batch, encode_control_batch
+
+#: Imported on first use: the codec (aiokafka's extension, pyarrow.compute) is not needed by
+#: the driver's planning and commit workers, new Python processes every micro-batch, which
+#: only walk batch headers (PEP 562).
+_LAZY = {"ColumnBuilder": "decode", "encode_batch": "encode", "encode_control_batch": "encode"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "BatchHeader",

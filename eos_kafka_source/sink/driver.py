@@ -38,6 +38,7 @@ from .handoff import TxnHandoff
 from .naming import TransactionalIdFactory
 from .refusals import refuse_foreign, refuse_superseded
 from .replacement import previous_write_completed, replacements, txn_key
+from .timings import Phases
 
 log = logging.getLogger(__name__)
 
@@ -95,11 +96,15 @@ class DriverProtocol:
         """
         if self.decisions is None:
             return
+        timed = Phases("prepare")
         with self.wire_factory() as wire:
+            timed.mark("connect")
             self._bind()
+            timed.mark("bind")
             if self.claim_topic is not None:
                 claim_prefix(wire, self.ids.prefix, self.owner, self.claim_topic,
                              lineage=self.lineage if self.streaming else None)
+            timed.mark("claim")
             completed = []
             for decision in self.decisions.unfinished():
                 # A loss is recorded, not raised: the batch about to run may be this one's
@@ -107,11 +112,15 @@ class DriverProtocol:
                 state = self._finish(wire, decision, raise_lost=False)
                 if not self.streaming and state is not State.VOID:
                     completed.append(self._view(decision.lineage).get(decision.batch_id))
+            timed.mark("roll_forward")
             pool = self.decisions.pool()
             if new_run or pool.size == 0 or not pool.clean:
                 fault_point("prepare.before_fence")
                 self._fence_pool(wire, pool, probe=True)
+            timed.mark("fence")
             self.decisions.mark_planned()
+            timed.mark("mark_planned")
+        timed.write(new_run=new_run)
         if completed:
             raise previous_write_completed(self.decisions.location, completed)
 
@@ -209,11 +218,13 @@ class DriverProtocol:
     def commit(self, batch_id: int | None, handoffs: list[TxnHandoff], tasks: int) -> FinishReport:
         """Durable decision, EndTxn commit for all, mark done (invariants 1, 3, 4, 8)."""
         started = time.perf_counter()
+        timed = Phases("commit")
         refuse_foreign(self.ids, handoffs)
         lineage = self._lineage_of(handoffs)
         batch = BATCH_WRITE if batch_id is None else batch_id
         decisions = self._view(lineage) if self.decisions is not None else None
         with self.wire_factory() as wire:
+            timed.mark("connect")
             if decisions is not None:
                 self.lineage = self.lineage or lineage or None
                 self._bind()
@@ -223,13 +234,18 @@ class DriverProtocol:
                     if state is not State.VOID:
                         return FinishReport(done=[], lost=[])
                 refuse_superseded(handoffs, decisions.pool())
+            timed.mark("read_log")
             coordinators = self._refuse_dead(wire, batch, handoffs)  # batch writes too
+            timed.mark("verify")
             if decisions is not None:
                 fault_point("commit.before_decision")
                 decisions.decide(batch, [h for h in handoffs if h.open])
             fault_point("commit.after_decision")
+            timed.mark("decision")
             report = finish(wire, handoffs, commit=True, deadline_s=self.commit_deadline_s,
                             coordinators=coordinators)
+            timed.mark("endtxn")
+            endtxn_end = time.time()
             if decisions is None:
                 if report.unknown:
                     self._raise_unknown(batch_id, report, "committing")
@@ -241,8 +257,12 @@ class DriverProtocol:
                         + "; ".join(report.describe_lost()))
             else:
                 self._record(lineage, batch, report, raise_lost=True, doing="committing")
+                timed.mark("mark_done")
                 self._clean_up(wire, decisions, tasks)
+                timed.mark("cleanup")
         report.seconds = time.perf_counter() - started
+        timed.write(batch=batch_id, tasks=tasks, transactions=len(report.done),
+                    records=sum(h.records for h in report.done), endtxn_end=endtxn_end)
         self.last_report = report
         return report
 

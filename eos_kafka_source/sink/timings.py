@@ -1,0 +1,53 @@
+"""Phase timings of the driver-side sink steps, for benchmarks: inert unless asked for.
+
+``EOSKAFKA_TIMINGS=/path/file.jsonl`` makes every streamWriter() planning, commit and
+prepare append one JSON line (wall-clock end, seconds per phase) to that file;
+``benchmarks/latency.py`` reads them to split a micro-batch's driver commit into its
+decision write, EndTxn and the rest. Unset (the default), a phase mark is one attribute
+test: nothing is timed, nothing written. Lines are appended whole (one ``write`` of a
+line opened with O_APPEND), so the planning and commit workers can share the file.
+
+>>> t = Phases("commit")            # doctest: +SKIP
+>>> ...; t.mark("decision"); ...; t.mark("endtxn"); t.write(batch=7)   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+ENV = "EOSKAFKA_TIMINGS"
+
+
+class Phases:
+    """Seconds spent between successive :meth:`mark` calls, by phase name."""
+
+    def __init__(self, kind: str) -> None:
+        self.path = os.environ.get(ENV) or None
+        self.kind = kind
+        if self.path is None:
+            return
+        self.started = self.last = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def mark(self, phase: str) -> None:
+        """The time since the previous mark (or the start) was spent in ``phase``."""
+        if self.path is None:
+            return
+        now = time.perf_counter()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self.last
+        self.last = now
+
+    def write(self, **extra: Any) -> None:
+        if self.path is None:
+            return
+        line = {"kind": self.kind, "end": time.time(), "pid": os.getpid(),
+                "total": time.perf_counter() - self.started, "phases": self.seconds, **extra}
+        data = (json.dumps(line) + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)

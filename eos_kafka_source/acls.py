@@ -45,7 +45,8 @@ _OPERATION: dict[str, dict[str, str]] = {
     "Fetch": {"TOPIC": "READ"},
     "ListOffsets": {"TOPIC": "DESCRIBE"},
     "Produce": {"TOPIC": "WRITE", "TRANSACTIONAL_ID": "WRITE"},
-    "InitProducerId": {"TRANSACTIONAL_ID": "WRITE", "CLUSTER": "IDEMPOTENT_WRITE"},
+    "InitProducerId": {"TRANSACTIONAL_ID": "WRITE", "CLUSTER": "IDEMPOTENT_WRITE",
+                       "TOPIC": "WRITE"},
     "AddPartitionsToTxn": {"TRANSACTIONAL_ID": "WRITE", "TOPIC": "WRITE"},
     "EndTxn": {"TRANSACTIONAL_ID": "WRITE"},
     "FindCoordinator": {"TRANSACTIONAL_ID": "DESCRIBE", "GROUP": "DESCRIBE"},
@@ -100,10 +101,11 @@ class Refusal:
 def refusal(code: int, context: str, resource: tuple[str, str] | None = None) -> Refusal:
     """The refusal a Kafka authorization ``code`` on a request described by ``context`` means.
 
-    ``resource`` (kind, name) is given by callers that know it; otherwise the name is read
-    from ``context``, whose shapes are the ones the wire modules write.
+    ``resource`` (kind, name) is given by callers that know it better (an idempotent
+    producer's CLUSTER refusal is best fixed by WRITE on its topic); otherwise the name is
+    read from ``context``, whose shapes are the ones the wire modules write.
     """
-    kind = _CODE_KIND[code]
+    kind = resource[0] if resource else _CODE_KIND[code]
     request = context.split(" ", 1)[0]
     operation = _OPERATION.get(request, {}).get(kind, "the operation")
     name = resource[1] if resource else _name_from(kind, context)

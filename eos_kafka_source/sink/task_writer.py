@@ -160,7 +160,7 @@ class TaskWriter:
         """InitProducerId, following the coordinator if it moves, within ``max.block.ms``."""
         deadline = Deadline(self.block_s)
         if self.transactional_id is None:
-            self.producer = init_idempotent(self.wire, deadline_s=self.block_s)
+            self.producer = init_idempotent(self.wire, topic=self.topic, deadline_s=self.block_s)
             return
         self.coordinator = find_coordinator(self.wire, self.transactional_id, deadline=deadline)
         self.producer = init_producer_ids(

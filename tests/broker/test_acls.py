@@ -49,8 +49,10 @@ from eos_kafka_source.source.partition_reader import read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.wire import KafkaWire, create_topic
 from eos_kafka_source.wire.groups import fetch_offset
+from tests.brokers import KAFKA_VERSION
 from tests.kafka_helpers import write_plain
 from tests.kafka_security import jaas, run_cli
+from tests.oracle import committed_view
 
 pytestmark = pytest.mark.kafka_only
 
@@ -84,10 +86,11 @@ class Need:
 NEEDS = [
     Need("source-read", ("source", "group"), "TOPIC", ".in", "READ"),
     Need("group-read", ("group",), "GROUP", ".g", "READ"),
-    Need("sink-write", ("sink",), "TOPIC", ".out", "WRITE"),
+    Need("sink-write", ("sink", "batch", "alo"), "TOPIC", ".out", "WRITE"),
     Need("sink-read", ("sink", "txns", "audit"), "TOPIC", ".out", "READ"),
-    Need("ids-write", ("sink", "fence"), "TRANSACTIONAL_ID", ".p", "WRITE", prefixed=True),
-    Need("groups-read", ("sink",), "GROUP", ".p", "READ", prefixed=True),
+    Need("ids-write", ("sink", "batch", "fence"), "TRANSACTIONAL_ID", ".p", "WRITE",
+         prefixed=True),
+    Need("groups-read", ("sink", "batch"), "GROUP", ".p", "READ", prefixed=True),
 ]
 USERS = ["full", "nobody", *(f"no-{n.key}" for n in NEEDS)]
 FLAGS = {"TOPIC": "--topic", "GROUP": "--group", "TRANSACTIONAL_ID": "--transactional-id"}
@@ -118,7 +121,7 @@ def acl_kafka() -> Iterator[AclKafka]:
         "sasl.enabled.mechanisms": "PLAIN",
         "plain.sasl.jaas.config":
             f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"})
-    cluster = KafkaCluster(listeners=[listener], broker_config={
+    cluster = KafkaCluster(version=KAFKA_VERSION, listeners=[listener], broker_config={
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:ANONYMOUS",
         "allow.everyone.if.no.acl.found": "false",
@@ -183,6 +186,22 @@ def role_sink(k: AclKafka, user: str, tmp: Path) -> Any:
     pickle.loads(pickle.dumps(planner)).commit([pickle.loads(pickle.dumps(handoff))], 0)
 
 
+def role_batch(k: AclKafka, user: str, tmp: Path, **more: str) -> Any:
+    """A batch write (exactly-once unless ``more`` says otherwise): tasks, then the driver."""
+    options = {**k.options(user), "topic": f"{user}.out", **more}
+    if not more:
+        options["transactionalIdPrefix"] = f"{user}.p.{tmp.name}"
+    writer = EosKafkaDataSource(options).writer(VALUE_SCHEMA, False)
+    task = pickle.loads(pickle.dumps(writer))
+    message = task.write(iter([pa.RecordBatch.from_pydict({"value": [b"c"]})]))
+    writer.commit([pickle.loads(pickle.dumps(message))])
+
+
+def role_alo(k: AclKafka, user: str, tmp: Path) -> Any:
+    """The at-least-once sink: an idempotent producer, no transactional id."""
+    role_batch(k, user, tmp, **{"delivery.guarantee": "at_least_once"})
+
+
 def role_fence(k: AclKafka, user: str, tmp: Path) -> Any:
     return _cli(k, user, "fence", "--prefix", f"{user}.p.{tmp.name}", "--pool-size", "2")
 
@@ -211,7 +230,8 @@ class CliFailed(Exception):
 
 
 ROLES: dict[str, Callable[[AclKafka, str, Path], Any]] = {
-    "source": role_source, "group": role_group, "sink": role_sink, "fence": role_fence,
+    "source": role_source, "group": role_group, "sink": role_sink, "batch": role_batch,
+    "alo": role_alo, "fence": role_fence,
     "txns": role_txns, "audit": role_audit,
 }
 
@@ -275,7 +295,7 @@ def test_each_missing_acl_fails_fast_naming_it(need: Need, acl_kafka: AclKafka, 
         assert ("--resource-pattern-type prefixed" in first) == need.prefixed, (role, first)
         op = first.split(" may not ", 1)[1].split(" ", 1)[0]
         assert op in (need.operation, "DESCRIBE"), (role, first)
-    assert _open_of(acl_kafka, f"{user}.p") == []
+    assert open_producers(acl_kafka, f"{user}.out") == set()
 
 
 @pytest.mark.parametrize("role", list(ROLES))
@@ -283,7 +303,7 @@ def test_nobody_reads_writes_and_fences_nothing(role: str, acl_kafka: AclKafka, 
                                                 caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, "eos_kafka_source")
     refused(acl_kafka, role, "nobody", tmp_path, caplog)
-    assert _open_of(acl_kafka, "nobody.") == []
+    assert open_producers(acl_kafka, "nobody.out") == set()
 
 
 @pytest.mark.parametrize("user", ["nobody", "full"])
@@ -301,19 +321,53 @@ def test_fence_cannot_touch_ids_it_was_not_granted(user: str, acl_kafka: AclKafk
                             context={"task_partition": 0, "lineage": "victim"})
         writer.open()
         writer.write_batch(pa.RecordBatch.from_pydict({"value": [b"victim"]}))
-        writer.handoff()
+        victim_pid = writer.handoff().producer_id
         try:
             code, out, err = run_cli(capsys, "fence", "--prefix", victim, "--pool-size", "1",
                                      *acl_kafka.cli_args(user))
             assert code == 2, out + err
             assert "[EOSKAFKA_NOT_AUTHORIZED]" in err and f"transactional id '{victim}-0'" in err
-            assert [r["TransactionalId"] for r in _open_of(acl_kafka, victim)] == [
-                ids.for_task(0)], "the unprivileged fence touched the transaction"
+            assert open_producers(acl_kafka, "full.out") == {victim_pid}, \
+                "the unprivileged fence touched the transaction"
         finally:
             fence(wire, [ids.for_task(0)], 60000)  # the admin ends it
-    assert _open_of(acl_kafka, victim) == []
+    assert open_producers(acl_kafka, "full.out") == set()
 
 
-def _open_of(k: AclKafka, prefix: str) -> list[dict[str, str]]:
-    return [row for row in KafkaTools(k.admin).open_transactions()
-            if row.get("TransactionalId", "").startswith(prefix)]
+def open_producers(k: AclKafka, topic: str) -> set[int]:
+    """Producers with a transaction open on ``topic``, read from its log as the admin (the
+    module's teardown asks Kafka's own kafka-transactions too, once)."""
+    return {pid for pv in committed_view(k.admin, topic).values() for pid in pv.open_producers}
+
+
+@pytest.mark.spark
+def test_spark_stream_with_the_documented_acls_then_a_missing_one(acl_kafka: AclKafka,
+                                                                   tmp_path: Path, spark) -> None:
+    """End to end in Spark as ``full``: a stream from ``full.in`` to ``full.out`` (claim,
+    fencing, commit) and a batch read back. Then the same query as ``no-ids-write``: the
+    refusal is what the user reads first in Spark's error."""
+
+    def run(user: str, checkpoint: Path) -> None:
+        options = acl_kafka.options(user)
+        query = (spark.readStream.format("eoskafka").options(**options)
+                 .option("subscribe", f"{user}.in").option("startingOffsets", "earliest").load()
+                 .selectExpr("value").writeStream.format("eoskafka").options(**options)
+                 .option("topic", f"{user}.out")
+                 .option("transactionalIdPrefix", f"{user}.p.spark")
+                 .option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        try:
+            query.awaitTermination(300)
+        finally:
+            query.stop()
+
+    run("full", tmp_path / "full")
+    read = (spark.read.format("eoskafka").options(**acl_kafka.options("full"))
+            .option("subscribe", "full.out").load().selectExpr("CAST(value AS STRING) v"))
+    assert {f"full-{i}" for i in range(20)} <= {r.v for r in read.collect()}
+    with pytest.raises(Exception) as info:
+        run("no-ids-write", tmp_path / "missing")
+    text = str(info.value)
+    assert "[EOSKAFKA_NOT_AUTHORIZED] User:no-ids-write may not " in text
+    assert "--transactional-id no-ids-write.p --resource-pattern-type prefixed" in text
+    assert open_producers(acl_kafka, "no-ids-write.out") == set()

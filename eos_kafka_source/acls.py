@@ -92,6 +92,8 @@ class Refusal:
     def message(self, code: int, code_name: str, context: str) -> str:
         who = f"User:{self.principal}" if self.principal else "this principal"
         grant = (f"prefixed on {self.acl_name!r}" if self.prefixed else "")
+        if self.operation == "DESCRIBE":
+            grant = ", ".join(filter(None, [grant, "or READ/WRITE, which include DESCRIBE"]))
         return (f"{who} may not {self.operation} {self.resource()}; add the ACL"
                 f"{' (' + grant + ')' if grant else ''}: {self.command()}"
                 f"  (Kafka error {code} {code_name} on {context}; every ACL eoskafka needs: "

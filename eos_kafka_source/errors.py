@@ -165,13 +165,35 @@ class KafkaProtocolError(EosKafkaError):
         self.context = context
 
 
+class NotAuthorizedError(KafkaProtocolError):
+    """The broker's authorizer refused a request (Kafka codes 29, 30, 31 and 53).
+
+    Never retried. The message's first line names the resource, the operation and the
+    ``kafka-acls.sh`` line that grants it (:mod:`eos_kafka_source.acls`); ``resource``
+    is (kind, name) when the caller knows it better than its context string says.
+    """
+
+    condition = "EOSKAFKA_NOT_AUTHORIZED"
+
+    def __init__(self, context: str, resource: tuple[str, str] | None = None) -> None:
+        from .acls import refusal
+
+        self.refusal = refusal(self.code, context, resource)
+        EosKafkaError.__init__(self, self.refusal.message(self.code, self.name, context))
+        self.context = context
+
+
+#: Kafka's authorization failures: topic, group, cluster, transactional id.
+AUTHORIZATION_CODES = frozenset({29, 30, 31, 53})
+
 _BY_CODE: dict[int, type[KafkaProtocolError]] = {}
 
 
 def _define(code: int, name: str, retriable: bool) -> type[KafkaProtocolError]:
     cls_name = "".join(part.title() for part in name.split("_")) + "Error"
     attrs = {"code": code, "name": name, "retriable": retriable}
-    cls = type(cls_name, (KafkaProtocolError,), attrs)
+    base = NotAuthorizedError if code in AUTHORIZATION_CODES else KafkaProtocolError
+    cls = type(cls_name, (base,), attrs)
     _BY_CODE[code] = cls
     globals()[cls_name] = cls
     return cls

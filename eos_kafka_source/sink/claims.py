@@ -1,7 +1,7 @@
 """Invariant 7: two queries never share a transactional-id prefix.
 
 Every prefix a streaming sink uses, derived or chosen, is claimed on the broker: group
-``eoskafka-claim.<prefix>`` commits, on partition 0 of the sink topic, an offset that
+``<prefix>.eoskafka-claim`` commits, on partition 0 of the sink topic, an offset that
 fingerprints the owning checkpoint (the offset itself: Tansu drops offset metadata) and
 metadata naming the owning query id and the ids it replaced. A query at another
 checkpoint is refused. A new query id at the same checkpoint is a reset checkpoint and
@@ -9,9 +9,16 @@ takes the claim over; the query it replaced is then refused, so two deployments 
 same checkpoint path (prod and DR, ``/tmp/ckpt`` on two clusters) stop loudly instead of
 fencing each other's transactions back and forth.
 
-Batch writes mark an aborted write per write id (``eoskafka-aborted.<prefix>.<write id>``):
+Batch writes mark an aborted write per write id (``<prefix>.eoskafka-aborted.<write id>``):
 a late task of that write finds it and writes nothing; later writes with the same prefix
 are not affected.
+
+Both groups start with the prefix, so one prefixed GROUP ACL on it covers them, as one
+prefixed TRANSACTIONAL_ID ACL covers the ids (invariant 11, docs/acls.md). Kafka
+authorises an offset commit with READ on its topic too: the sink needs READ on its
+output topic for the claim (and for reading a transaction's outcome, invariant 9).
+Before 2026-11-25 the claim group was ``eoskafka-claim.<prefix>``: a query finding no
+claim reads that one too, where it may, and carries a claim it finds over.
 Runs on: the driver's planning worker (claims, marks), executors (checking a mark).
 """
 
@@ -20,7 +27,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ..errors import IdPrefixClashError
+from ..acls import ABORTED_INFIX, CLAIM_SUFFIX
+from ..errors import IdPrefixClashError, NotAuthorizedError
 from ..wire import KafkaWire
 from ..wire.groups import commit_offset, fetch_offset
 
@@ -30,12 +38,17 @@ _KEEP_REPLACED = 10  # replaced query ids remembered in the claim (metadata stay
 def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
                  lineage: str | None = None) -> None:
     """Register checkpoint ``owner`` (and query ``lineage``) for ``prefix``, or raise."""
-    group = f"eoskafka-claim.{prefix}"
+    group = held_by = claim_group(prefix)
     current = fetch_offset(wire, group, topic, 0)
     token = _token(owner)
     if current is None:
-        commit_offset(wire, group, topic, 0, token, _metadata(owner, lineage, []))
-        return
+        current = _legacy_claim(wire, prefix, topic)
+        held_by = f"eoskafka-claim.{prefix}"
+        if current is None:
+            commit_offset(wire, group, topic, 0, token, _metadata(owner, lineage, []))
+            return
+        if current[0] == token:  # our own claim under its old name: carry it over
+            commit_offset(wire, group, topic, 0, token, current[1] or owner)
     offset, metadata = current
     held = _parse(metadata)
     if offset != token:
@@ -44,7 +57,7 @@ def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
             f"transactionalIdPrefix {prefix!r} is already used by another query (checkpoint "
             f"fingerprint {holder}, this query is {owner}); two queries sharing transactional "
             "ids would fence and abort each other's transactions. Give each query its own "
-            f"prefix, or, if the other query is gone for good, delete consumer group {group!r}"
+            f"prefix, or, if the other query is gone for good, delete consumer group {held_by!r}"
         )
     holder_query = held.get("q")
     if not lineage or not holder_query or holder_query == lineage:
@@ -59,6 +72,19 @@ def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
             "checkpointLocation or transactionalIdPrefix.")
     commit_offset(wire, group, topic, 0, token,
                   _metadata(owner, lineage, [*replaced, holder_query][-_KEEP_REPLACED:]))
+
+
+def claim_group(prefix: str) -> str:
+    return f"{prefix}{CLAIM_SUFFIX}"
+
+
+def _legacy_claim(wire: KafkaWire, prefix: str, topic: str) -> tuple[int, str | None] | None:
+    """The claim under its name before 2026-11-25 (``eoskafka-claim.<prefix>``), if this
+    principal may read it: a least-privilege one never could have written it."""
+    try:
+        return fetch_offset(wire, f"eoskafka-claim.{prefix}", topic, 0)
+    except NotAuthorizedError:
+        return None
 
 
 def _metadata(owner: str, lineage: str | None, replaced: list[str]) -> str:
@@ -82,7 +108,7 @@ def _token(owner: str) -> int:
 
 
 def _aborted_group(prefix: str, write_id: str) -> str:
-    return f"eoskafka-aborted.{prefix}.{write_id}"
+    return f"{prefix}{ABORTED_INFIX}{write_id}"
 
 
 def mark_write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> None:

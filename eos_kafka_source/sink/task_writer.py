@@ -12,6 +12,7 @@ that are visible at once.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import RecordTooLargeError
+from ..errors import NotAuthorizedError, RecordTooLargeError
 from ..faults import fault_point
 from ..records import encode_batch
 from ..records.arrow_encode import encode_arrow
@@ -50,6 +51,7 @@ from .handoff import TxnHandoff
 from .partitioner import Router, take, take_arrow
 from .produce import Batch, ProducePipeline
 
+log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 _BATCH_BYTES = 900_000  # kafka.batch.size default: under the brokers' max.message.bytes (1 MiB)
 _MAX_IN_FLIGHT = 5  # per leader; the idempotent producer's ordering limit
@@ -156,7 +158,7 @@ class TaskWriter:
         """InitProducerId, following the coordinator if it moves, within ``max.block.ms``."""
         deadline = Deadline(self.block_s)
         if self.transactional_id is None:
-            self.producer = init_idempotent(self.wire, deadline_s=self.block_s)
+            self.producer = init_idempotent(self.wire, topic=self.topic, deadline_s=self.block_s)
             return
         self.coordinator = find_coordinator(self.wire, self.transactional_id, deadline=deadline)
         self.producer = init_producer_ids(
@@ -278,7 +280,14 @@ class TaskWriter:
         batch must fit in a request of ``kafka.max.request.size``."""
         limit = self._batch_bytes.get(topic)
         if limit is None:
-            configs = topic_configs(self.wire, topic, ["max.message.bytes"])
+            try:
+                configs = topic_configs(self.wire, topic, ["max.message.bytes"])
+            except NotAuthorizedError as exc:
+                # DESCRIBE_CONFIGS is optional (docs/acls.md): Kafka's default it is. A topic
+                # set lower than that refuses a batch with RECORD_TOO_LARGE, which says so.
+                log.info("eoskafka: cannot read max.message.bytes of %s, assuming %d: %s",
+                         topic, DEFAULT_MAX_MESSAGE_BYTES, exc.refusal.command())
+                configs = {}
             topic_max = int(configs.get("max.message.bytes", DEFAULT_MAX_MESSAGE_BYTES))
             # kafka.batch.size caps it too (a record bigger than that still goes, alone).
             limit = self._batch_bytes[topic] = min(topic_max, self._request_budget,

@@ -29,6 +29,8 @@ TopicPartition = tuple[str, int]
 _UNKNOWN_TOPIC = 3
 _TOPIC_EXISTS = 36
 _TOPIC_RESOURCE = 2
+#: FindCoordinator key types, as the refusal names them.
+_KEY_KIND = {0: "group", 1: "transactional id"}
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def find_coordinators(wire: KafkaWire, keys: Sequence[str], key_type: int = 1, *
                 continue
             err = for_code(code)
             if not err.retriable or deadline.expired:
-                raise err(f"FindCoordinator for {key!r}")
+                raise err(f"FindCoordinator for {_KEY_KIND.get(key_type, 'key')} {key!r}")
         pending = [k for k in pending if k not in out]
         if pending:
             if deadline.expired:

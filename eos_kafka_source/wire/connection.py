@@ -23,6 +23,7 @@ from typing import Any
 import kafka.errors as kerrors
 from kafka.net.compat import KafkaNetClient
 
+from ..acls import remember_client
 from ..client_config import ClientConfig
 from ..errors import (
     AuthenticationError,
@@ -247,6 +248,7 @@ class KafkaWire:
     def send(self, node: int, request: Any, what: str) -> tuple[int, Any]:
         """Send without waiting; pass the result to :meth:`wait`."""
         client = self.client
+        remember_client(self.config.sasl_username, ",".join(self.config.bootstrap_servers))
         if not client.is_ready(node):
             try:
                 client.await_ready(node, timeout_ms=self.config.connect_timeout_ms)

@@ -28,6 +28,7 @@ from .retry import LOST_NODE, Deadline, retriable, with_coordinator, with_coordi
 
 TXN_PROTOCOL = 1
 _INVALID_TRANSACTION_TIMEOUT = 50
+_CLUSTER_AUTHORIZATION_FAILED = 31
 _RETRY_CODES_BACKOFF_S = 0.05
 
 
@@ -93,10 +94,13 @@ def _identity(tid: str, resp: object, timeout_ms: int) -> ProducerIdentity | Bas
     return for_code(code)(f"InitProducerId for transactional id {tid!r}")
 
 
-def init_idempotent(wire: KafkaWire, *,
+def init_idempotent(wire: KafkaWire, *, topic: str | None = None,
                     deadline_s: Deadline | float | None = None) -> ProducerIdentity:
     """A producer id with no transactional id (the at-least-once path); any broker hands one
-    out, so a lost broker or a retriable code is retried on another."""
+    out, so a lost broker or a retriable code is retried on another.
+
+    Kafka (3.0+, KIP-679) grants it to a principal with WRITE on any topic, or IDEMPOTENT_WRITE
+    on the cluster: a refusal names WRITE on ``topic``, the ACL a sink needs anyway."""
     version = wire.version(InitProducerIdRequest)
     deadline = Deadline.of(deadline_s, wire)
     request = InitProducerIdRequest[version](
@@ -108,7 +112,12 @@ def init_idempotent(wire: KafkaWire, *,
             resp = wire.request(wire.any_node(), request, "InitProducerId (idempotent)")
             if not resp.error_code:
                 return ProducerIdentity(resp.producer_id, resp.producer_epoch)
-            error: BaseException = for_code(resp.error_code)("InitProducerId (idempotent)")
+            error: BaseException = (
+                for_code(resp.error_code)(
+                    "InitProducerId (idempotent: WRITE on any topic or IDEMPOTENT_WRITE on "
+                    "the cluster grants it)", ("TOPIC", topic))
+                if resp.error_code == _CLUSTER_AUTHORIZATION_FAILED and topic
+                else for_code(resp.error_code)("InitProducerId (idempotent)"))
         except LOST_NODE as exc:
             error = exc
         if not retriable(error) or deadline.expired:

@@ -270,6 +270,27 @@ def test_invariant7_user_prefix_claimed_against_other_queries(bootstrap, unique,
         second.driver.prepare(new_run=True)
 
 
+def test_invariant7_a_claim_under_its_old_group_name_still_holds(bootstrap, unique, tmp_path):
+    """Claims moved from ``eoskafka-claim.<prefix>`` to ``<prefix>.eoskafka-claim`` (one
+    prefixed ACL covers it): another query's old claim still refuses, our own carries over."""
+    from eos_kafka_source.sink.claims import _token, claim_group
+    from eos_kafka_source.wire.groups import commit_offset, fetch_offset
+
+    create_topic(bootstrap, unique)
+    theirs, ours = f"{unique}-theirs", f"{unique}-ours"
+    mine = Harness(bootstrap, unique, ours, tmp_path / "q", claim=True)
+    with mine.wire() as wire:
+        commit_offset(wire, f"eoskafka-claim.{theirs}", unique, 0, 12345, "elsewhere")
+        commit_offset(wire, f"eoskafka-claim.{ours}", unique, 0, _token(mine.driver.owner),
+                      mine.driver.owner)
+    other = Harness(bootstrap, unique, theirs, tmp_path / "q2", claim=True)
+    with pytest.raises(IdPrefixClashError, match=f"eoskafka-claim.{theirs}"):
+        other.driver.prepare(new_run=True)
+    mine.driver.prepare(new_run=True)
+    with mine.wire() as wire:
+        assert fetch_offset(wire, claim_group(ours), unique, 0)[0] == _token(mine.driver.owner)
+
+
 def test_batch_write_without_decision_log(bootstrap: str, unique: str) -> None:
     create_topic(bootstrap, unique)
     h = Harness(bootstrap, unique, unique, None)

@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults test-kafka39 test-fast test-faults lint demo \
-	demo-docker bench bench-connector contrast chaos chaos-operator smoke-spark smoke-spark40 clean
+	demo-docker bench bench-connector bench-scale contrast chaos chaos-operator smoke-spark smoke-spark40 clean
 
 setup: $(STAMP)
 
@@ -84,6 +84,14 @@ bench: setup
 ## Only the comparison with Spark's Kafka connector (Apache Kafka started by the benchmark).
 bench-connector: setup
 	$(PY) -m benchmarks.versus
+
+## The driver's commit of one batch as tasks (64, 256, 1,000) and output partitions (8, 64)
+## grow, on a 3-node Apache Kafka: bench-results/scale.md, .json, .png (docs/scale.md).
+## SCALE_ARGS="--tasks 64 --partitions 8 --reps 1" for a quick look.
+SCALE_ARGS ?=
+bench-scale: kafka-jars
+	$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install -q -e '.[dev,bench]' --config-settings editable_mode=compat
+	nice -n 10 $(PY) -m benchmarks.scale $(SCALE_ARGS)
 
 ## At-least-once vs exactly-once under the same faults, duplicates counted with Kafka's
 ## console consumer: bench-results/contrast.md and the README's contrast table.

@@ -30,7 +30,7 @@ from ..errors import (
 from ..faults import fault_point
 from ..wire import KafkaWire, ProducerIdentity
 from .claims import claim_prefix
-from .committer import FinishReport, finish, liveness
+from .committer import FinishReport, Liveness, finish, liveness
 from .decision_log import Decision, DecisionLog, PoolState
 from .decision_states import UNFINISHED, Event, State, commit_event, transition
 from .fencing import fence, fence_identities, probe_beyond
@@ -83,6 +83,9 @@ class DriverProtocol:
         self.timeout_ms = transaction_timeout_ms
         self.claim_topic = claim_topic
         self.last_report: FinishReport | None = None
+        #: Seconds of each step of the last commit() (prepare, lookup, liveness, decision,
+        #: endtxn, done, cleanup).
+        self.last_phases: dict[str, float] = {}
         #: How long an unknown EndTxn outcome is retried: until the transaction's own
         #: timeout has surely passed (after that nothing will change it but us).
         self.commit_deadline_s = transaction_timeout_ms / 1000 + _TIMEOUT_CHECK_SLACK_S
@@ -208,8 +211,13 @@ class DriverProtocol:
     # -- commit worker -------------------------------------------------------------------------
 
     def commit(self, batch_id: int | None, handoffs: list[TxnHandoff], tasks: int) -> FinishReport:
-        """Durable decision, EndTxn commit for all, mark done (invariants 1, 3, 4, 8)."""
+        """Durable decision, EndTxn commit for all, mark done (invariants 1, 3, 4, 8).
+
+        The seconds of each step are left in :attr:`last_phases` (benchmarks read them).
+        """
         started = time.perf_counter()
+        phases = _Phases()
+        self.last_phases = phases.seconds
         refuse_foreign(self.ids, handoffs)
         lineage = self._lineage_of(handoffs)
         batch = BATCH_WRITE if batch_id is None else batch_id
@@ -224,13 +232,18 @@ class DriverProtocol:
                     if state is not State.VOID:
                         return FinishReport(done=[], lost=[])
                 refuse_superseded(handoffs, decisions.pool())
-            coordinators = self._refuse_dead(wire, batch, handoffs)  # batch writes too
+            phases.lap("prepare")
+            found = self._refuse_dead(wire, batch, handoffs)  # batch writes too
+            phases.seconds.update(lookup=found.lookup_s, liveness=found.check_s)
+            phases.lap(None)
             if decisions is not None:
                 fault_point("commit.before_decision")
                 decisions.decide(batch, [h for h in handoffs if h.open])
             fault_point("commit.after_decision")
+            phases.lap("decision")
             report = finish(wire, handoffs, commit=True, deadline_s=self.commit_deadline_s,
-                            coordinators=coordinators)
+                            coordinators=found.coordinators)
+            phases.lap("endtxn")
             if decisions is None:
                 if report.unknown:
                     self._raise_unknown(batch_id, report, "committing")
@@ -242,7 +255,9 @@ class DriverProtocol:
                         + "; ".join(report.describe_lost()))
             else:
                 self._record(lineage, batch, report, raise_lost=True, doing="committing")
+                phases.lap("done")
                 self._clean_up(wire, decisions, tasks)
+                phases.lap("cleanup")
         report.seconds = time.perf_counter() - started
         self.last_report = report
         return report
@@ -360,9 +375,9 @@ class DriverProtocol:
             self.decisions.save_pool(pool)
 
     def _refuse_dead(self, wire: KafkaWire, batch_id: int,
-                     handoffs: list[TxnHandoff]) -> dict[str, int]:
+                     handoffs: list[TxnHandoff]) -> Liveness:
         """Before deciding: every transaction must still be live, or nothing is committed.
-        Returns where their coordinators answered."""
+        Returns what the check found (where their coordinators answered)."""
         found = liveness(wire, handoffs, deadline_s=self.commit_deadline_s)
         dead = found.dead
         if dead:
@@ -374,7 +389,7 @@ class DriverProtocol:
                 "was committed, the batch fails and can run again: "
                 + "; ".join(f"{h.describe()}: {why}" for h, why in dead)
             )
-        return found.coordinators
+        return found
 
     def _raise_if_too_long(self, batch_id: int,
                            dead: list[tuple[TxnHandoff, str]]) -> None:
@@ -429,6 +444,20 @@ class DriverProtocol:
                 self.decisions.save_pool(pool)
             else:
                 fence(wire, [self.ids.for_task(p) for p in range(tasks)], self.timeout_ms)
+
+
+class _Phases:
+    """Laps of a commit: each lap's seconds under its name (None: already accounted for)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._at = time.perf_counter()
+
+    def lap(self, name: str | None) -> None:
+        now = time.perf_counter()
+        if name is not None:
+            self.seconds[name] = now - self._at
+        self._at = now
 
 
 def _remember(pool: PoolState, fenced: dict[str, ProducerIdentity]) -> None:

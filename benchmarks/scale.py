@@ -52,6 +52,7 @@ from eos_kafka_source.wire import (
     fetch_metadata,
     find_coordinators,
     leader_of,
+    spread,
 )
 
 from .common import unique, value_batches
@@ -61,7 +62,7 @@ DEFAULT_OUT = Path("bench-results/scale.md")
 TARGET_S = 1.0  # 1,000 tasks × 8 partitions
 RECORDS_PER_PARTITION = 2
 #: Threads preparing the tasks' transactions (executors' cores).
-PREP_THREADS = 8
+PREP_THREADS = 32
 PHASES = ("lookup", "liveness", "decision", "endtxn", "done", "cleanup")
 
 
@@ -71,6 +72,8 @@ class Cell:
 
     tasks: int
     partitions: int
+    #: Connections per broker the driver may use (1: pipelined on one, as before issue 17).
+    lanes: int = spread.MAX_LANES
     runs: list[dict[str, float]] = field(default_factory=list)
     init_ids_s: float = 0.0
     prep_s: list[float] = field(default_factory=list)
@@ -131,12 +134,14 @@ def await_markers(wire: KafkaWire, leaders: dict[tuple[str, int], int],
         if pending and time.monotonic() > deadline:
             raise TimeoutError(f"markers not landed on {len(pending)} partitions")
         if pending:
-            time.sleep(0.002)
+            time.sleep(0.01)
 
 
-def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: int) -> Cell:
-    cell = Cell(tasks, partitions)
+def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: int,
+             lanes: int = spread.MAX_LANES) -> Cell:
+    cell = Cell(tasks, partitions, lanes)
     sink = EosSink(cfg, f"scale{tasks}x{partitions}")
+    default_lanes, spread.MAX_LANES = spread.MAX_LANES, lanes
     try:
         with KafkaWire(cfg) as wire:
             info = fetch_metadata(wire, [topic])
@@ -167,13 +172,15 @@ def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: i
                 run["markers"] = visible - committed
                 run["visible"] = visible - started
                 cell.runs.append(run)
-                print(f"  {tasks:>5} tasks × {partitions:>2} partitions: commit "
+                print(f"  {tasks:>5} tasks × {partitions:>2} partitions, ≤ {lanes} connection(s) "
+                      "per broker: commit "
                       f"{run['commit'] * 1000:7.1f} ms, visible {run['visible'] * 1000:7.1f} ms "
                       f"({', '.join(f'{k} {run.get(k, 0) * 1000:.1f}' for k in PHASES)}); "
                       f"prepared in {cell.prep_s[-1]:.1f} s, load {cell.loads[-1]:.1f}",
                       flush=True)
                 sink.driver.prepare(new_run=False)
     finally:
+        spread.MAX_LANES = default_lanes
         sink.close()
     return cell
 
@@ -202,17 +209,18 @@ def line_chart(path: Path, title: str, xlabel: str, ylabel: str,
 
 def table(cells: list[Cell]) -> list[str]:
     ms = lambda s: f"{s * 1000:.0f}"  # noqa: E731
-    lines = ["| tasks × partitions | markers | lookup | liveness | decision | EndTxn | done + "
-             "cleanup | **commit** | markers land | **visible** | InitProducerId ×N | tasks "
-             "prepare | ids per node |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| tasks × partitions | connections per broker | markers | lookup | liveness | "
+             "decision | EndTxn | done + cleanup | **commit** | markers land | **visible** | "
+             "InitProducerId ×N | tasks prepare | ids per node |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         commit = c.median("commit")
         target = (" ✅" if commit <= TARGET_S else " ❌") if (c.tasks, c.partitions) == (
-            1000, 8) else ""
+            1000, 8) and c.lanes > 1 else ""
         nodes = "/".join(str(c.coordinators.get(n, 0)) for n in sorted(c.coordinators))
         lines.append(
-            f"| {c.tasks:,} × {c.partitions} | {c.tasks * c.partitions:,} | "
+            f"| {c.tasks:,} × {c.partitions} | {f'≤ {c.lanes}' if c.lanes > 1 else 1} | "
+            f"{c.tasks * c.partitions:,} | "
             f"{ms(c.median('lookup'))} | {ms(c.median('liveness'))} | "
             f"{ms(c.median('decision'))} | {ms(c.median('endtxn'))} | "
             f"{ms(c.median('done') + c.median('cleanup'))} | **{ms(commit)}**{target} | "
@@ -234,6 +242,10 @@ def save(out: Path, cells: list[Cell], env: dict[str, object]) -> None:
         {"env": env, "cells": [asdict(c) for c in cells]}, indent=1))
     series: dict[str, list[tuple[float, float]]] = {}
     for c in cells:
+        if c.lanes == 1:
+            series.setdefault(f"commit, {c.partitions} partitions, one connection per broker "
+                              "(before)", []).append((c.tasks, c.median("commit") * 1000))
+            continue
         series.setdefault(f"commit, {c.partitions} partitions", []).append(
             (c.tasks, c.median("commit") * 1000))
         series.setdefault(f"visible, {c.partitions} partitions", []).append(
@@ -253,6 +265,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", default="64,256,1000")
     parser.add_argument("--partitions", default="8,64")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--lanes", default="",
+                        help="comma-separated connection caps per broker to run every cell "
+                             "with (exploring; default: the driver's own)")
+    parser.add_argument("--per-lane", type=int, default=0,
+                        help="requests per connection before another is opened (exploring)")
+    parser.add_argument("--before", default="",
+                        help="task counts also measured with one connection per broker (the "
+                             "driver before issue 17), on the first partition count")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     task_counts = [int(t) for t in args.tasks.split(",")]
@@ -275,9 +295,18 @@ def main(argv: list[str] | None = None) -> int:
             for partitions in partition_counts:
                 topics[partitions] = unique(f"scale{partitions}")
                 create_topic(wire, topics[partitions], partitions, replication=3)
+        before = [int(t) for t in args.before.split(",") if t]
+        caps = [int(n) for n in args.lanes.split(",") if n] or [spread.MAX_LANES]
+        if args.per_lane:
+            spread.REQUESTS_PER_LANE = args.per_lane
         for partitions in partition_counts:
             for tasks in task_counts:
-                cells.append(run_cell(cfg, topics[partitions], tasks, partitions, args.reps))
+                if partitions == partition_counts[0] and tasks in before:
+                    cells.append(run_cell(cfg, topics[partitions], tasks, partitions,
+                                          args.reps, lanes=1))
+                for cap in caps:
+                    cells.append(run_cell(cfg, topics[partitions], tasks, partitions,
+                                          args.reps, lanes=cap))
     env["uptime at end"] = uptime()
     save(args.out, cells, env)
     print("\n".join(table(cells)))

@@ -34,26 +34,27 @@ from ..errors import (
 from .connection import KafkaWire
 
 #: Requests to one broker that make another connection to it worth its set-up.
-REQUESTS_PER_LANE = 24
+REQUESTS_PER_LANE = 8
 #: Connections to each broker at most (threads, and the broker's network threads, are few).
-MAX_LANES = 8
+MAX_LANES = 16
 
 #: What a lane whose connection failed gives for each of its calls (an instance, not raised).
 LaneError = ConnectionDroppedError | TimeoutError_
 
 
-def lanes_for(calls: Sequence[tuple[int, Any]], max_lanes: int = MAX_LANES) -> int:
-    """How many connections per broker ``calls`` are spread over."""
+def lanes_for(calls: Sequence[tuple[int, Any]], max_lanes: int | None = None) -> int:
+    """How many connections per broker ``calls`` are spread over (at most ``max_lanes``,
+    default :data:`MAX_LANES`)."""
     per_node: dict[int, int] = {}
     for node, _ in calls:
         per_node[node] = per_node.get(node, 0) + 1
     busiest = max(per_node.values(), default=0)
-    return max(1, min(max_lanes, math.ceil(busiest / REQUESTS_PER_LANE)))
+    return max(1, min(max_lanes or MAX_LANES, math.ceil(busiest / REQUESTS_PER_LANE)))
 
 
 def request_spread(
     wire: KafkaWire, calls: Sequence[tuple[int, Any]], what: str,
-    timeout_ms: int | None = None, *, max_lanes: int = MAX_LANES,
+    timeout_ms: int | None = None, *, max_lanes: int | None = None,
 ) -> list[Any]:
     """Send ``calls`` (node, request) over :func:`lanes_for` connections per broker at once.
 

@@ -107,6 +107,13 @@ bench-latency: bench-setup kafka-jars
 bench-connector: bench-setup
 	$(PY) -m benchmarks.versus
 
+## The driver's commit of one batch as tasks (64, 256, 1,000) and output partitions (8, 64)
+## grow, on a 3-node Apache Kafka: bench-results/scale.md, .json, .png (docs/scale.md).
+## SCALE_ARGS="--tasks 64 --partitions 8 --reps 1" for a quick look.
+SCALE_ARGS ?=
+bench-scale: bench-setup kafka-jars
+	nice -n 10 $(PY) -m benchmarks.scale $(SCALE_ARGS)
+
 ## At-least-once vs exactly-once under the same faults, duplicates counted with Kafka's
 ## console consumer: bench-results/contrast.md and the README's contrast table.
 contrast: setup

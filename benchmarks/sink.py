@@ -61,12 +61,13 @@ class EosSink:
     The decision log lives in a temporary directory removed by :meth:`close`.
     """
 
-    def __init__(self, cfg: ClientConfig, name: str) -> None:
+    def __init__(self, cfg: ClientConfig, name: str, timeout_ms: int = TXN_TIMEOUT_MS) -> None:
         self.cfg = cfg
+        self.timeout_ms = timeout_ms
         self.ids = TransactionalIdFactory(unique(name))
         self.dir = tempfile.mkdtemp(prefix="eoskafka-bench-")
         self.driver = DriverProtocol(self.ids, DecisionLog(self.dir), self.wire, owner=self.dir,
-                                     transaction_timeout_ms=TXN_TIMEOUT_MS)
+                                     transaction_timeout_ms=timeout_ms)
         self.driver.prepare(new_run=True)  # the planning worker, once per query run
         self.batch_id = 0
 
@@ -78,14 +79,14 @@ class EosSink:
         """What ``write()`` does on an executor: write in a transaction, hand it off."""
         tid = self.ids.for_task(partition)
         writer = TaskWriter(wire, transactional_id=tid, topic=topic,
-                            transaction_timeout_ms=TXN_TIMEOUT_MS, batch_records=BATCH_RECORDS,
+                            transaction_timeout_ms=self.timeout_ms, batch_records=BATCH_RECORDS,
                             context={"task_partition": partition, "batch_id": self.batch_id})
         writer.open()
         try:
             writer.write_batches(batches)
             return writer.handoff()
         except BaseException:
-            fence(wire, [tid], TXN_TIMEOUT_MS)  # aborts the open transaction
+            fence(wire, [tid], self.timeout_ms)  # aborts the open transaction
             raise
 
     def commit(self, handoffs: list[TxnHandoff], tasks: int, *, then_prepare: bool = True) -> float:

@@ -221,6 +221,9 @@ class Liveness:
     dead: list[tuple[TxnHandoff, str]]
     #: Where each transaction's coordinator answered (for :func:`finish` right after).
     coordinators: dict[str, int]
+    #: Seconds spent looking coordinators up, and checking the transactions (benchmarks).
+    lookup_s: float = 0.0
+    check_s: float = 0.0
 
 
 def liveness(wire: KafkaWire, handoffs: list[TxnHandoff], *,
@@ -238,12 +241,17 @@ def liveness(wire: KafkaWire, handoffs: list[TxnHandoff], *,
     found: dict[str, int] = {}
     deadline = time.monotonic() + deadline_s
     backoff = _BACKOFF_S[0]
+    lookup_s = check_s = 0.0
     while pending:
         try:
+            started = time.perf_counter()
             coordinators = find_coordinators(wire, [h.transactional_id for h in pending])
+            looked_up = time.perf_counter()
+            lookup_s += looked_up - started
             checks = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch),
                        [(t, p) for t, p, _ in h.partitions]) for h in pending]
             errors = verify_txns(wire, coordinators, checks)
+            check_s += time.perf_counter() - looked_up
         except _ROUND_ERRORS as exc:
             if (isinstance(exc, KafkaProtocolError) and not exc.retriable) or (
                     time.monotonic() >= deadline):
@@ -268,4 +276,4 @@ def liveness(wire: KafkaWire, handoffs: list[TxnHandoff], *,
         if pending:
             time.sleep(backoff)
             backoff = min(backoff * 2, _BACKOFF_S[1])
-    return Liveness(dead, found)
+    return Liveness(dead, found, lookup_s, check_s)

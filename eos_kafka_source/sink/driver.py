@@ -30,7 +30,7 @@ from ..errors import (
 from ..faults import fault_point
 from ..wire import KafkaWire, ProducerIdentity
 from .claims import claim_prefix
-from .committer import FinishReport, finish, liveness
+from .committer import FinishReport, Liveness, finish, liveness
 from .decision_log import Decision, DecisionLog, PoolState
 from .decision_states import UNFINISHED, Event, State, commit_event, transition
 from .fencing import fence, fence_identities, probe_beyond
@@ -82,6 +82,9 @@ class DriverProtocol:
         self.timeout_ms = transaction_timeout_ms
         self.claim_topic = claim_topic
         self.last_report: FinishReport | None = None
+        #: Seconds of each step of the last commit() (prepare, lookup, liveness, decision,
+        #: endtxn, done, cleanup).
+        self.last_phases: dict[str, float] = {}
         #: How long an unknown EndTxn outcome is retried: until the transaction's own
         #: timeout has surely passed (after that nothing will change it but us).
         self.commit_deadline_s = transaction_timeout_ms / 1000 + _TIMEOUT_CHECK_SLACK_S
@@ -216,9 +219,13 @@ class DriverProtocol:
     # -- commit worker -------------------------------------------------------------------------
 
     def commit(self, batch_id: int | None, handoffs: list[TxnHandoff], tasks: int) -> FinishReport:
-        """Durable decision, EndTxn commit for all, mark done (invariants 1, 3, 4, 8)."""
+        """Durable decision, EndTxn commit for all, mark done (invariants 1, 3, 4, 8).
+
+        The seconds of each step are left in :attr:`last_phases` (benchmarks read them).
+        """
         started = time.perf_counter()
         timed = Phases("commit")
+        self.last_phases = timed.seconds
         refuse_foreign(self.ids, handoffs)
         lineage = self._lineage_of(handoffs)
         batch = BATCH_WRITE if batch_id is None else batch_id
@@ -235,15 +242,16 @@ class DriverProtocol:
                         return FinishReport(done=[], lost=[])
                 refuse_superseded(handoffs, decisions.pool())
             timed.mark("read_log")
-            coordinators = self._refuse_dead(wire, batch, handoffs)  # batch writes too
+            found = self._refuse_dead(wire, batch, handoffs)  # batch writes too
             timed.mark("verify")
+            timed.seconds.update(lookup=found.lookup_s, liveness=found.check_s)
             if decisions is not None:
                 fault_point("commit.before_decision")
                 decisions.decide(batch, [h for h in handoffs if h.open])
             fault_point("commit.after_decision")
             timed.mark("decision")
             report = finish(wire, handoffs, commit=True, deadline_s=self.commit_deadline_s,
-                            coordinators=coordinators)
+                            coordinators=found.coordinators)
             timed.mark("endtxn")
             endtxn_end = time.time()
             if decisions is None:
@@ -379,9 +387,9 @@ class DriverProtocol:
             self.decisions.save_pool(pool)
 
     def _refuse_dead(self, wire: KafkaWire, batch_id: int,
-                     handoffs: list[TxnHandoff]) -> dict[str, int]:
+                     handoffs: list[TxnHandoff]) -> Liveness:
         """Before deciding: every transaction must still be live, or nothing is committed.
-        Returns where their coordinators answered."""
+        Returns what the check found (where their coordinators answered)."""
         found = liveness(wire, handoffs, deadline_s=self.commit_deadline_s)
         dead = found.dead
         if dead:
@@ -393,7 +401,7 @@ class DriverProtocol:
                 "was committed, the batch fails and can run again: "
                 + "; ".join(f"{h.describe()}: {why}" for h, why in dead)
             )
-        return found.coordinators
+        return found
 
     def _raise_if_too_long(self, batch_id: int,
                            dead: list[tuple[TxnHandoff, str]]) -> None:

@@ -30,12 +30,8 @@ def fence_identities(
     if not transactional_ids:
         return {}
     coordinators = find_coordinators(wire, transactional_ids)
-    by_node: dict[int, list[str]] = {}
-    for tid in transactional_ids:
-        by_node.setdefault(coordinators[tid], []).append(tid)
-    out: dict[str, ProducerIdentity] = {}
-    for node, ids in by_node.items():
-        out.update(init_producer_ids(wire, node, ids, timeout_ms))
+    # Every coordinator at once (spread over connections), not one node after another.
+    out = init_producer_ids(wire, coordinators, transactional_ids, timeout_ms)
     log.info("eoskafka: fenced %d transactional ids", len(out))
     return out
 

@@ -4,7 +4,7 @@
 prepare append one JSON line (wall-clock end, seconds per phase) to that file;
 ``benchmarks/latency.py`` reads them to split a micro-batch's driver commit into its
 decision write, EndTxn and the rest. Unset (the default), a phase mark is one attribute
-test: nothing is timed, nothing written. Lines are appended whole (one ``write`` of a
+test and a clock read: nothing is written. Lines are appended whole (one ``write`` of a
 line opened with O_APPEND), so the planning and commit workers can share the file.
 
 >>> t = Phases("commit")            # doctest: +SKIP
@@ -27,15 +27,12 @@ class Phases:
     def __init__(self, kind: str) -> None:
         self.path = os.environ.get(ENV) or None
         self.kind = kind
-        if self.path is None:
-            return
-        self.started = self.last = time.perf_counter()
+        #: Kept even when nothing is written: DriverProtocol.last_phases (benchmarks/scale.py).
         self.seconds: dict[str, float] = {}
+        self.started = self.last = time.perf_counter()
 
     def mark(self, phase: str) -> None:
         """The time since the previous mark (or the start) was spent in ``phase``."""
-        if self.path is None:
-            return
         now = time.perf_counter()
         self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self.last
         self.last = now

@@ -83,6 +83,7 @@ class KafkaWire:
     def __init__(self, config: ClientConfig) -> None:
         self.config = config
         self._client: KafkaNetClient | None = None
+        self._siblings: dict[int, KafkaWire] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -179,7 +180,21 @@ class KafkaWire:
             )
         return None
 
+    def sibling(self, index: int) -> KafkaWire:
+        """Another wire to the same cluster (its own connections), made on first use and
+        closed with this one: a lane of :func:`.spread.request_spread`."""
+        if index not in self._siblings:
+            self._siblings[index] = KafkaWire(self.config)
+        return self._siblings[index]
+
     def close(self) -> None:
+        siblings, self._siblings = self._siblings, {}
+        for wire in siblings.values():
+            wire.close()
+        self.reconnect()
+
+    def reconnect(self) -> None:
+        """Close this wire's own connections (not its siblings'); the next request reconnects."""
         client, self._client = self._client, None
         if client is not None:
             try:

@@ -25,6 +25,7 @@ from ..faults import fault_point
 from .cluster import TopicPartition
 from .connection import KafkaWire
 from .retry import LOST_NODE, Deadline, retriable, with_coordinator, with_coordinators
+from .spread import LaneError, lane_errors, request_spread
 
 TXN_PROTOCOL = 1
 _INVALID_TRANSACTION_TIMEOUT = 50
@@ -48,7 +49,8 @@ def init_producer_ids(
     *,
     deadline_s: Deadline | float | None = None,
 ) -> dict[str, ProducerIdentity]:
-    """InitProducerId for many ids at once (pipelined), each at its coordinator.
+    """InitProducerId for many ids at once (spread over connections like :func:`end_txns`),
+    each at its coordinator.
 
     On a transactional id this bumps the epoch, aborts whatever transaction the
     id held open and fences every older producer using it. ``coordinator`` is where to
@@ -67,8 +69,8 @@ def init_producer_ids(
         requests = [(node, InitProducerIdRequest[version](
             transactional_id=tid, transaction_timeout_ms=timeout_ms,
             producer_id=-1, producer_epoch=-1)) for tid, node in calls]
-        responses = wire.request_many(requests, f"InitProducerId ({len(calls)} ids)")
-        return [_identity(tid, resp, timeout_ms)
+        responses = request_spread(wire, requests, f"InitProducerId ({len(calls)} ids)")
+        return [resp if isinstance(resp, BaseException) else _identity(tid, resp, timeout_ms)
                 for (tid, _), resp in zip(calls, responses, strict=True)]
 
     results, _ = with_coordinators(wire, ids, send, deadline=deadline_s, nodes=known)
@@ -189,7 +191,8 @@ def verify_txns(
     *,
     deadline_s: float | None = None,
 ) -> list[KafkaProtocolError | None]:
-    """Whether each open transaction is still live and ours, pipelined; None when it is.
+    """Whether each open transaction is still live and ours; None when it is. Spread over
+    connections like :func:`end_txns`.
 
     Sends AddPartitionsToTxn again with the partitions the transaction already holds: a
     no-op for a live transaction (Kafka and Tansu answer 0 and change nothing), and
@@ -208,7 +211,10 @@ def verify_txns(
     while pending:
         calls = [(coordinator_of[tid], _add_partitions_request(version, tid, who, parts))
                  for tid, who, parts in pending]
-        responses = wire.request_many(calls, f"AddPartitionsToTxn (check {len(calls)} txns)")
+        responses = request_spread(wire, calls, f"AddPartitionsToTxn (check {len(calls)} txns)")
+        lost = next((e for e in lane_errors(responses) if e is not None), None)
+        if lost is not None:
+            raise lost
         retry = []
         for (tid, who, parts), resp in zip(pending, responses, strict=True):
             code = _add_partitions_error(resp)
@@ -324,7 +330,11 @@ def end_txns(
     *,
     deadline_s: float = 60.0,
 ) -> list[EndTxnOutcome]:
-    """EndTxn for many transactions, pipelined; one answer per transaction, never raises.
+    """EndTxn for many transactions, one answer per transaction, never raises.
+
+    Sent at once over several connections to each coordinator (:mod:`.spread`): each EndTxn
+    waits for its PrepareCommit to be replicated, and a broker serves one request per
+    connection at a time. A connection that fails affects only the transactions it carried.
 
     Retries CONCURRENT_TRANSACTIONS and COORDINATOR_LOAD_IN_PROGRESS at the same
     coordinator until ``deadline_s``; every other answer is returned as it came, for the
@@ -344,25 +354,32 @@ def end_txns(
                 producer_epoch=who.epoch, committed=commit))
             for tid, who in pending
         ]
+        responses = request_spread(wire, calls, f"EndTxn {verb} ({len(calls)} txns)")
         try:
-            responses = wire.request_many(calls, f"EndTxn {verb} ({len(calls)} txns)")
             fault_point(f"endtxn.{verb}.answered")  # a test loses the answers here
-        except (ConnectionDroppedError, TimeoutError_) as exc:
-            wire.close()  # a fresh connection for whatever comes next
-            if len(pending) == 1 or isinstance(exc, TimeoutError_):
-                for tid, who in pending:
-                    outcomes[tid] = EndTxnOutcome(tid, False, type(exc)(
+        except ConnectionDroppedError as exc:
+            wire.close()
+            responses = [exc] * len(calls)
+        failed: dict[int, tuple[LaneError, list[tuple[str, ProducerIdentity]]]] = {}
+        for item, error in zip(pending, lane_errors(responses), strict=True):
+            if error is not None:
+                failed.setdefault(id(error), (error, []))[1].append(item)
+        for error, items in failed.values():  # each lane that failed, on its own
+            if len(items) == 1 or isinstance(error, TimeoutError_):
+                for tid, who in items:
+                    outcomes[tid] = EndTxnOutcome(tid, False, type(error)(
                         f"EndTxn {verb} {tid} (producer {who.producer_id} epoch {who.epoch}): "
-                        f"{exc.message}"), coordinator_of[tid])
-                break
+                        f"{error.message}"), coordinator_of[tid])
+                continue
             # Find which one the broker rejected: send them one by one.
-            for item in pending:
+            for item in items:
                 outcomes.update({o.transactional_id: o for o in end_txns(
                     wire, coordinator_of, [item], commit,
                     deadline_s=max(deadline - time.monotonic(), 0.0))})
-            break
         retry = []
         for (tid, who), resp in zip(pending, responses, strict=True):
+            if tid in outcomes:
+                continue  # its lane failed: sorted above
             if resp.error_code == 0:
                 outcomes[tid] = EndTxnOutcome(tid, True, node=coordinator_of[tid])
             elif resp.error_code in RETRY_IN_PLACE and time.monotonic() < deadline:

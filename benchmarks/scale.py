@@ -1,0 +1,325 @@
+"""Scale of one batch: the driver's commit as tasks (64, 256, 1,000) and output partitions grow.
+
+Runs on a 3-node Apache Kafka 4.3 (KRaft, every topic and ``__transaction_state``
+replicated 3 times, min.insync.replicas 2). For each output topic (8 and 64 partitions)
+and each task count N, a batch is prepared as Spark's tasks would prepare it: N
+:class:`TaskWriter`s (on a few threads, as executors run them side by side) each open a
+transaction on their own transactional id (``prefix-<task>``: the ids hash to every
+``__transaction_state`` partition, so coordinators sit on all three nodes), write
+:data:`RECORDS_PER_PARTITION` records to every output partition and hand it off. Then
+:class:`DriverProtocol.commit` runs (decision log on local disk), and its steps are timed:
+
+- lookup: FindCoordinator for every id (one batched request, v4+);
+- liveness: the pre-decision check that every transaction is still live;
+- decision: the durable decision written before the first EndTxn;
+- endtxn: the EndTxn round;
+- done + cleanup: marking the decision done, pool bookkeeping;
+- markers: after commit() returned, until every output partition's last stable offset
+  reaches its high watermark, which is exactly the offset after N COMMIT markers (the
+  broker writes markers after EndTxn answered; readers see the batch only then).
+
+Also measured per N: InitProducerId of the N ids from the driver (what fencing the id pool
+costs at query start) and the tasks' own preparation (not a driver cost).
+
+    python -m benchmarks.scale [--tasks 64,256,1000] [--partitions 8,64] [--reps 3]
+
+Writes ``bench-results/scale.md``, ``.json`` and ``.png`` (commit time against tasks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from eos_kafka_source.apache_kafka import KafkaCluster
+from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.sink.fencing import fence_identities
+from eos_kafka_source.sink.handoff import TxnHandoff
+from eos_kafka_source.wire import (
+    KafkaWire,
+    create_topic,
+    fetch_bounds,
+    fetch_metadata,
+    find_coordinators,
+    leader_of,
+    spread,
+)
+
+from .common import unique, value_batches
+from .sink import EosSink
+
+DEFAULT_OUT = Path("bench-results/scale.md")
+TARGET_S = 1.0  # 1,000 tasks × 8 partitions
+RECORDS_PER_PARTITION = 2
+#: Threads preparing the tasks' transactions (executors' cores).
+PREP_THREADS = 32
+#: Transactions stay open while 1,000 tasks prepare on a loaded machine (minutes).
+TXN_TIMEOUT_MS = 900_000
+PHASES = ("lookup", "liveness", "decision", "endtxn", "mark_done", "cleanup")
+
+
+@dataclass
+class Cell:
+    """One (tasks, partitions) case: per repetition, the commit's steps in seconds."""
+
+    tasks: int
+    partitions: int
+    #: Connections per broker the driver may use (1: pipelined on one, as before issue 17).
+    lanes: int = spread.MAX_LANES
+    runs: list[dict[str, float]] = field(default_factory=list)
+    init_ids_s: float = 0.0
+    prep_s: list[float] = field(default_factory=list)
+    coordinators: dict[int, int] = field(default_factory=dict)  # node -> ids it coordinates
+    loads: list[float] = field(default_factory=list)
+
+    def median(self, key: str) -> float:
+        return statistics.median(run.get(key, 0.0) for run in self.runs)
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def task_batch(task: int, partitions: int) -> pa.RecordBatch:
+    """A task's rows: :data:`RECORDS_PER_PARTITION` for every output partition."""
+    rows = partitions * RECORDS_PER_PARTITION
+    batch = value_batches(rows, rows=rows)[0]
+    column = pa.array([(task + i) % partitions for i in range(rows)], pa.int32())
+    return batch.append_column("partition", column)
+
+
+def prepare(sink: EosSink, topic: str, tasks: int, partitions: int) -> list[TxnHandoff]:
+    """N open transactions, each over every partition, handed off (executors' work)."""
+    local = threading.local()
+    wires: list[KafkaWire] = []
+    lock = threading.Lock()
+
+    def task(p: int) -> TxnHandoff:
+        wire = getattr(local, "wire", None)
+        if wire is None:
+            wire = local.wire = sink.wire()
+            with lock:
+                wires.append(wire)
+        return sink.task(wire, topic, p, [task_batch(p, partitions)])
+
+    try:
+        with ThreadPoolExecutor(PREP_THREADS) as pool:
+            return list(pool.map(task, range(tasks)))
+    finally:
+        for wire in wires:
+            wire.close()
+
+
+def await_markers(wire: KafkaWire, leaders: dict[tuple[str, int], int],
+                  ends: dict[tuple[str, int], int], timeout_s: float = 120.0) -> None:
+    """Until every partition's LSO and high watermark reach ``ends`` (all markers written)."""
+    deadline = time.monotonic() + timeout_s
+    pending = dict(leaders)
+    while pending:
+        bounds = fetch_bounds(wire, pending, hints={tp: ends[tp] for tp in pending})
+        for tp, b in bounds.items():
+            if b.high_watermark > ends[tp]:
+                raise AssertionError(f"{tp}: high watermark {b.high_watermark} is past the "
+                                     f"expected {ends[tp]}")
+            if b.last_stable >= ends[tp]:
+                del pending[tp]
+        if pending and time.monotonic() > deadline:
+            raise TimeoutError(f"markers not landed on {len(pending)} partitions")
+        if pending:
+            time.sleep(0.01)
+
+
+def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: int,
+             lanes: int = spread.MAX_LANES) -> Cell:
+    cell = Cell(tasks, partitions, lanes)
+    sink = EosSink(cfg, f"scale{tasks}x{partitions}", TXN_TIMEOUT_MS)
+    default_lanes, spread.MAX_LANES = spread.MAX_LANES, lanes
+    try:
+        with KafkaWire(cfg) as wire:
+            info = fetch_metadata(wire, [topic])
+            leaders = {(topic, p): leader_of(info, (topic, p)) for p in range(partitions)}
+            ids = [sink.ids.for_task(p) for p in range(tasks)]
+            where = find_coordinators(wire, ids)
+            for node in where.values():
+                cell.coordinators[node] = cell.coordinators.get(node, 0) + 1
+            started = time.perf_counter()
+            fence_identities(wire, ids, TXN_TIMEOUT_MS)
+            cell.init_ids_s = time.perf_counter() - started
+            for _ in range(reps):
+                before = {tp: b.high_watermark for tp, b in fetch_bounds(wire, leaders).items()}
+                started = time.perf_counter()
+                handoffs = prepare(sink, topic, tasks, partitions)
+                cell.prep_s.append(time.perf_counter() - started)
+                cell.loads.append(load())
+                started = time.perf_counter()
+                sink.driver.commit(sink.batch_id, handoffs, tasks)
+                committed = time.perf_counter()
+                ends = {tp: end + tasks * (RECORDS_PER_PARTITION + 1)
+                        for tp, end in before.items()}
+                await_markers(wire, leaders, ends)
+                visible = time.perf_counter()
+                sink.batch_id += 1
+                run = dict(sink.driver.last_phases)
+                run["commit"] = committed - started
+                run["markers"] = visible - committed
+                run["visible"] = visible - started
+                cell.runs.append(run)
+                print(f"  {tasks:>5} tasks × {partitions:>2} partitions, ≤ {lanes} connection(s) "
+                      "per broker: commit "
+                      f"{run['commit'] * 1000:7.1f} ms, visible {run['visible'] * 1000:7.1f} ms "
+                      f"({', '.join(f'{k} {run.get(k, 0) * 1000:.1f}' for k in PHASES)}); "
+                      f"prepared in {cell.prep_s[-1]:.1f} s, load {cell.loads[-1]:.1f}",
+                      flush=True)
+                sink.driver.prepare(new_run=False)
+    finally:
+        spread.MAX_LANES = default_lanes
+        sink.close()
+    return cell
+
+
+def line_chart(path: Path, title: str, xlabel: str, ylabel: str,
+               series: dict[str, list[tuple[float, float]]], logx: bool = False) -> None:
+    """A PNG line chart, one line per series (the signature of benchmarks/charts.py)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    for name, points in series.items():
+        xs, ys = zip(*sorted(points), strict=True)
+        ax.plot(xs, ys, marker="o", label=name)
+    if logx:
+        ax.set_xscale("log")
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def table(cells: list[Cell]) -> list[str]:
+    ms = lambda s: f"{s * 1000:.0f}"  # noqa: E731
+    lines = ["| tasks × partitions | connections per broker | markers | lookup | liveness | "
+             "decision | EndTxn | done + cleanup | **commit** | markers land | **visible** | "
+             "InitProducerId ×N | tasks prepare | ids per node |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in sorted(cells, key=lambda c: (c.partitions, c.tasks, c.lanes)):
+        commit = c.median("commit")
+        target = (" ✅" if commit <= TARGET_S else " ❌") if (c.tasks, c.partitions) == (
+            1000, 8) and c.lanes > 1 else ""
+        nodes = "/".join(str(c.coordinators.get(n, 0)) for n in sorted(c.coordinators))
+        lines.append(
+            f"| {c.tasks:,} × {c.partitions} | {f'≤ {c.lanes}' if c.lanes > 1 else 1} | "
+            f"{c.tasks * c.partitions:,} | "
+            f"{ms(c.median('lookup'))} | {ms(c.median('liveness'))} | "
+            f"{ms(c.median('decision'))} | {ms(c.median('endtxn'))} | "
+            f"{ms(c.median('done') + c.median('cleanup'))} | **{ms(commit)}**{target} | "
+            f"{ms(c.median('markers'))} | **{ms(c.median('visible'))}** | "
+            f"{ms(c.init_ids_s)} | {statistics.median(c.prep_s):.1f} s | {nodes} |")
+    return lines
+
+
+def save(out: Path, cells: list[Cell], env: dict[str, object]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["# Scale of one batch: the driver's commit on a 3-node Kafka", "",
+             *(f"- {k}: {v}" for k, v in env.items()), "",
+             "Medians in ms (task preparation in s). markers = COMMIT markers the batch "
+             "writes (tasks × partitions); visible = commit() start until every partition's "
+             f"LSO passed the last marker. Target: 1,000 × 8 committed in ≤ {TARGET_S:.0f} s.",
+             "", *table(cells), ""]
+    out.write_text("\n".join(lines))
+    out.with_suffix(".json").write_text(json.dumps(
+        {"env": env, "cells": [asdict(c) for c in cells]}, indent=1))
+    series: dict[str, list[tuple[float, float]]] = {}
+    for c in cells:
+        if c.lanes == 1:
+            series.setdefault(f"commit, {c.partitions} partitions, one connection per broker "
+                              "(before)", []).append((c.tasks, c.median("commit") * 1000))
+            continue
+        series.setdefault(f"commit, {c.partitions} partitions", []).append(
+            (c.tasks, c.median("commit") * 1000))
+        series.setdefault(f"visible, {c.partitions} partitions", []).append(
+            (c.tasks, c.median("visible") * 1000))
+    line_chart(out.with_suffix(".png"), "Driver commit of one batch, 3-node Kafka 4.3",
+               "tasks (one transaction each, over every partition)", "ms (median)", series,
+               logx=True)
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", default="64,256,1000")
+    parser.add_argument("--partitions", default="8,64")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--lanes", default="",
+                        help="comma-separated connection caps per broker to run every cell "
+                             "with (exploring; default: the driver's own)")
+    parser.add_argument("--per-lane", type=int, default=0,
+                        help="requests per connection before another is opened (exploring)")
+    parser.add_argument("--before", default="",
+                        help="task counts also measured with one connection per broker (the "
+                             "driver before issue 17), on the first partition count")
+    parser.add_argument("--big-reps", type=int, default=3,
+                        help="repetitions of the 1,000-task cells (their preparation is long)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    task_counts = [int(t) for t in args.tasks.split(",")]
+    partition_counts = [int(p) for p in args.partitions.split(",")]
+    env: dict[str, object] = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "broker": "Apache Kafka 4.3, 3 nodes (KRaft, combined roles), every topic and "
+                  "__transaction_state (10 partitions) replicated 3×, min.insync.replicas 2, "
+                  "all on this machine",
+        "cores": os.cpu_count(),
+        "repetitions": f"{args.reps} (1,000 tasks: {min(args.reps, args.big_reps)})",
+        "records": f"{RECORDS_PER_PARTITION} × 100 B per task per partition",
+        "uptime at start": uptime(),
+    }
+    cells = []
+    with KafkaCluster(nodes=3, version="4.3") as kafka:
+        cfg = ClientConfig.from_options({"kafka.bootstrap.servers": kafka.bootstrap_servers})
+        with KafkaWire(cfg) as wire:
+            fetch_metadata(wire, [])
+            topics = {}
+            for partitions in partition_counts:
+                topics[partitions] = unique(f"scale{partitions}")
+                create_topic(wire, topics[partitions], partitions, replication=3)
+        before = [int(t) for t in args.before.split(",") if t]
+        caps = [int(n) for n in args.lanes.split(",") if n] or [spread.MAX_LANES]
+        if args.per_lane:
+            spread.REQUESTS_PER_LANE = args.per_lane
+        # The target's cell (1,000 × 8) first, so a run cut short still has it.
+        for partitions in partition_counts:
+            for tasks in sorted(task_counts, key=lambda t: (partitions != 8 or t != 1000, t)):
+                reps = min(args.reps, args.big_reps) if tasks >= 1000 else args.reps
+                runs = [(cap, reps) for cap in caps]
+                if partitions == partition_counts[0] and tasks in before:
+                    runs.append((1, reps))
+                for cap, n in runs:
+                    cells.append(run_cell(cfg, topics[partitions], tasks, partitions, n,
+                                          lanes=cap))
+                    save(args.out, cells, {**env, "uptime now": uptime()})
+    env["uptime at end"] = uptime()
+    save(args.out, cells, env)
+    print("\n".join(table(cells)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults test-kafka39 test-fast test-faults lint demo \
-	demo-docker bench bench-connector contrast chaos chaos-operator smoke-spark smoke-spark40 clean
+	demo-docker bench bench-connector bench-longrun contrast chaos chaos-operator smoke-spark smoke-spark40 clean
 
 setup: $(STAMP)
 
@@ -84,6 +84,15 @@ bench: setup
 ## Only the comparison with Spark's Kafka connector (Apache Kafka started by the benchmark).
 bench-connector: setup
 	$(PY) -m benchmarks.versus
+
+## Long life: one exactly-once query for BATCHES small micro-batches (default 10,000; a few
+## hours on 2 cores), sampling RSS, checkpoint and decision-log files, ids on the broker and
+## commit time: bench-results/longrun.md + .json + PNG curves (benchmarks/longrun.py).
+BATCHES ?= 10000
+bench-longrun: kafka-jars
+	$(VENV)/bin/python -c "import matplotlib" 2>/dev/null || \
+	  $(PY) -m pip install -q -e '.[dev,bench]' --config-settings editable_mode=compat
+	$(PY) -m benchmarks.longrun --batches $(BATCHES)
 
 ## At-least-once vs exactly-once under the same faults, duplicates counted with Kafka's
 ## console consumer: bench-results/contrast.md and the README's contrast table.

@@ -88,6 +88,8 @@ def start_spark(trigger_workers: int = 2) -> Any:
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", str(PARTITIONS))
              .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
+             # A Python worker has 15 s to connect back by default: not on a loaded machine.
+             .config("spark.python.authenticate.socketTimeout", "120s")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -110,10 +112,12 @@ class Run:
         self.batches: dict[int, dict[str, float]] = {}  # batch id -> Spark's durations
         self.commits: dict[int, float] = {}  # batch id -> driver commit seconds
         self.rows = 0
+        self.restarts: list[int] = []  # batch ids after which the query was restarted
         self.started = time.monotonic()
 
     def start(self) -> Any:
-        self.feeder.start()
+        if not self.feeder.is_alive() and self.feeder.ident is None:
+            self.feeder.start()
         return (self.spark.readStream.format("eoskafka")
                 .option("kafka.bootstrap.servers", self.bootstrap)
                 .option("subscribe", self.input).option("startingOffsets", "earliest")
@@ -198,12 +202,25 @@ class Run:
         return self.args.sample_every or max(20, self.args.batches // 100)
 
 
-def drive(run: Run, query: Any) -> None:
-    """Sample every ``run.every()`` batches until ``--batches`` have finished."""
+#: Spark gives a new Python worker a hard-coded 10 s to connect back; on a machine loaded
+#: far past its cores that fails now and then (before the first batch, mostly).
+_CONNECT_BACK = "Python worker failed to connect back"
+MAX_RESTARTS = 5
+
+
+def drive(run: Run, query: Any) -> Any:
+    """Sample every ``run.every()`` batches until ``--batches`` have finished (or the
+    deadline); returns the query (a new one if Spark's worker start-up failed: the same
+    checkpoint, counted in ``run.restarts``)."""
     next_sample = 0
     while True:
         if query.exception() is not None:
-            raise RuntimeError(f"the long-run query failed: {query.exception()}")
+            if _CONNECT_BACK not in str(query.exception()) or len(run.restarts) >= MAX_RESTARTS:
+                raise RuntimeError(f"the long-run query failed: {query.exception()}")
+            run.restarts.append(max(run.batches, default=-1))
+            print(f"long run: restarting the query after batch {run.restarts[-1]} "
+                  f"({_CONNECT_BACK})", flush=True)
+            query = run.start()
         if run.feeder.error is not None:
             raise RuntimeError(f"the feeder failed: {run.feeder.error!r}")
         batch = run.poll(query)
@@ -211,10 +228,10 @@ def drive(run: Run, query: Any) -> None:
             run.sample(batch)
             next_sample = batch + run.every()
         if batch >= run.args.batches - 1:
-            return
+            return query
         if run.args.deadline and time.time() >= run.args.deadline:
             print(f"long run: deadline reached after batch {batch}", flush=True)
-            return
+            return query
         query.awaitTermination(1)
 
 
@@ -270,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         run = Run(spark, kafka, args)
         query = run.start()
         try:
-            drive(run, query)
+            query = drive(run, query)
             wall = time.monotonic() - run.started
             check = drain_and_check(run, query)
         finally:
@@ -282,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     env = {"batches": len(run.batches), "batches_asked": args.batches,
            "wall_s": round(wall, 1),
            "trigger_ms": args.trigger_ms, "max_offsets": args.max_offsets,
-           "partitions": PARTITIONS, "cpus": os.cpu_count(), "check": check,
+           "partitions": PARTITIONS, "restarts": run.restarts, "cpus": os.cpu_count(),
+           "check": check,
            "finished_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
     ok = save(args.out, run.samples, run.batches, run.commits, env, args.warmup)
     exact = check["duplicates"] == check["missing"] == check["unexpected"] == 0

@@ -28,6 +28,7 @@ from pyspark.sql.types import StructType
 
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.datasource import EosKafkaDataSource
+from eos_kafka_source.sink.spark_writer import EosKafkaStreamWriter, _Writer
 
 from .common import client
 from .longrun import PARTITIONS, Feeder
@@ -67,7 +68,9 @@ class Batches:
             batches = [b.select(["key", "value"]) for b in self.reader.read(part)]
             self.rows += sum(b.num_rows for b in batches)
             messages.append(writer.write(iter(batches)))
-        committer = sink.streamWriter(self.out_schema, False)  # a fresh one, as in commit()
+        # commit() runs in another worker, on a fresh writer that skips the planning steps.
+        committer = EosKafkaStreamWriter.__new__(EosKafkaStreamWriter)
+        _Writer.__init__(committer, self.sink_opts, self.out_schema, streaming=True)
         committer.commit(messages, self.batch)
         self.reader.commit(end)
         self.start, self.batch = end, self.batch + 1

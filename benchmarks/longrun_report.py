@@ -144,11 +144,17 @@ def save(out: Path, samples: list[dict[str, Any]], batches: dict[int, dict[str, 
         line_chart(out.with_name(f"{out.stem}-{name}.png"), f"Long run: {ylabel}",
                    "micro-batch", ylabel, series)
     check = env["check"]
-    lines = [f"# Long run: {n:,} micro-batches", "",
+    asked = env.get("batches_asked", n)
+    title = f"{n:,} micro-batches" + (f" (of {asked:,} asked: stopped at its deadline)"
+                                      if n < asked else "")
+    lines = [f"# Long run: {title}", "",
              f"{env['finished_at']}; {env['cpus']} cores; trigger {env['trigger_ms']} ms, "
              f"maxOffsetsPerTrigger {env['max_offsets']}, {env['partitions']} partitions, "
              f"{env['wall_s']:,.0f} s ({n / env['wall_s']:.2f} batches/s). Warm-up: the "
              f"first {warmup:.0%} of batches; flat = within {SLACK:.0%}.", "",
+             *([f"The query was restarted after batches {env['restarts']} (Spark's Python "
+                "worker missed its 10 s connect-back on the loaded machine): worker processes "
+                "started afresh there.", ""] if env.get("restarts") else []),
              *table(rows), "",
              f"Exactly once: {check['output_records']:,} output records for "
              f"{check['input_records']:,} input records; {check['duplicates']} duplicates, "

@@ -41,6 +41,9 @@ from .longrun_report import save
 from .versus import ready_topic
 
 PARTITIONS = 2
+#: Batches before anything that is kept "for the last 100 batches" has filled: Spark's
+#: offsets and commits logs (minBatchesToRetain), the decision log's finished decisions.
+WARMUP_MIN = 120
 FEED_TXN = 10  # records per feeder transaction (spread over the partitions)
 BACKLOG = 400  # records the feeder keeps ahead of the query at most
 
@@ -87,7 +90,13 @@ def start_spark(trigger_workers: int = 2) -> Any:
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", str(PARTITIONS))
-             .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
+             .config("spark.sql.streaming.numRecentProgressUpdates", "300")
+             # Spark keeps the last 1,000 jobs, stages and SQL executions for its UI (even
+             # with the UI off): one each per micro-batch, so the driver's heap grows for
+             # 1,000 batches by design. Kept at 100 here, the plateau comes inside warm-up.
+             .config("spark.ui.retainedJobs", "100")
+             .config("spark.ui.retainedStages", "100")
+             .config("spark.sql.ui.retainedExecutions", "100")
              # A Python worker has 15 s to connect back by default: not on a loaded machine.
              .config("spark.python.authenticate.socketTimeout", "120s")
              .getOrCreate())
@@ -274,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample-every", type=int, default=0, help="batches; 0: batches/100")
     ap.add_argument("--trigger-ms", type=int, default=0)
     ap.add_argument("--max-offsets", type=int, default=20)
-    ap.add_argument("--warmup", type=float, default=0.1, help="share of batches left out")
+    ap.add_argument("--warmup", type=float, default=0.1,
+                    help="share of batches left out (at least WARMUP_MIN batches)")
     ap.add_argument("--stop-at", default=None,
                     help="HH:MM UTC: stop there even if fewer batches ran (reported as such)")
     ap.add_argument("--out", type=Path, default=Path("bench-results/longrun.md"))
@@ -302,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
            "partitions": PARTITIONS, "restarts": run.restarts, "cpus": os.cpu_count(),
            "check": check,
            "finished_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
-    ok = save(args.out, run.samples, run.batches, run.commits, env, args.warmup)
+    warmup = max(args.warmup, WARMUP_MIN / max(1, len(run.batches)))
+    ok = save(args.out, run.samples, run.batches, run.commits, env, warmup)
     exact = check["duplicates"] == check["missing"] == check["unexpected"] == 0
     print(f"long run: {len(run.batches)} batches in {wall:.0f} s; flat: {ok}; "
           f"exactly once: {exact} ({check})")

@@ -27,6 +27,7 @@ from typing import Any
 from pyspark.sql.types import StructType
 
 from eos_kafka_source.apache_kafka import KafkaCluster
+from eos_kafka_source.broker import EmbeddedBroker
 from eos_kafka_source.datasource import EosKafkaDataSource
 from eos_kafka_source.sink.spark_writer import EosKafkaStreamWriter, _Writer
 
@@ -90,8 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("batches", type=int)
     ap.add_argument("--every", type=int, default=100)
+    ap.add_argument("--broker", choices=("kafka", "tansu"), default="kafka",
+                    help="tansu: the embedded broker (light; Python-side growth only)")
     args = ap.parse_args(argv)
-    with KafkaCluster(nodes=1, version="4.3") as kafka:
+    broker = (KafkaCluster(nodes=1, version="4.3") if args.broker == "kafka"
+              else EmbeddedBroker())
+    with broker as kafka:
         cfg = client(kafka.bootstrap_servers)
         source, sink = ready_topic(cfg, "loop-in", PARTITIONS), ready_topic(cfg, "loop-out",
                                                                             PARTITIONS)

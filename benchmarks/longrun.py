@@ -241,7 +241,10 @@ def drive(run: Run, query: Any) -> Any:
         if run.args.deadline and time.time() >= run.args.deadline:
             print(f"long run: deadline reached after batch {batch}", flush=True)
             return query
-        query.awaitTermination(1)
+        try:
+            query.awaitTermination(1)
+        except Exception:  # noqa: BLE001 - StreamingQueryException: judged at the loop's top
+            continue
 
 
 def drain_and_check(run: Run, query: Any) -> dict[str, Any]:

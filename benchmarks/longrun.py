@@ -214,7 +214,7 @@ class Run:
 #: Spark gives a new Python worker a hard-coded 10 s to connect back; on a machine loaded
 #: far past its cores that fails now and then (before the first batch, mostly).
 _CONNECT_BACK = "Python worker failed to connect back"
-MAX_RESTARTS = 5
+MAX_RESTARTS = 20
 
 
 def drive(run: Run, query: Any) -> Any:

@@ -78,6 +78,14 @@ class Batches:
         return True
 
 
+def _print_growth(base: Any, top: int) -> None:
+    """The allocation sites that grew most since ``base`` (live blocks, not churn)."""
+    for stat in tracemalloc.take_snapshot().compare_to(base, "traceback")[:top]:
+        print(f"  {stat.size_diff / 1024:+.1f} KiB {stat.count_diff:+d} blocks", flush=True)
+        for line in stat.traceback.format()[-6:]:
+            print("     ", line, flush=True)
+
+
 def fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
@@ -91,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("batches", type=int)
     ap.add_argument("--every", type=int, default=100)
+    ap.add_argument("--base", type=int, default=200, help="batch of the heap's baseline")
     ap.add_argument("--broker", choices=("kafka", "tansu"), default="kafka",
                     help="tansu: the embedded broker (light; Python-side growth only)")
     args = ap.parse_args(argv)
@@ -103,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         feeder = Feeder(kafka.bootstrap_servers, source)
         feeder.start()
         loop = Batches(kafka.bootstrap_servers, source, sink, tempfile.mkdtemp(prefix="loop-"))
-        tracemalloc.start(8)
+        tracemalloc.start(6)
         base: Any = None
         started = time.monotonic()
         try:
@@ -120,17 +129,15 @@ def main(argv: list[str] | None = None) -> int:
                                       "threads": threading.active_count(),
                                       "rss_mb": round(rss_mb(), 1),
                                       "objects": len(gc.get_objects())}), flush=True)
-                    if base is None and loop.batch >= args.every * 2:
+                    if base is None and loop.batch >= args.base:
                         base = tracemalloc.take_snapshot()
+                    elif base is not None:
+                        _print_growth(base, 3)
         finally:
             feeder.stopping.set()
         if base is not None:
             gc.collect()
-            top = tracemalloc.take_snapshot().compare_to(base, "traceback")[:8]
-            for stat in top:
-                print(f"{stat.size_diff / 1024:+.1f} KiB {stat.count_diff:+d} blocks")
-                for line in stat.traceback.format()[-8:]:
-                    print("   ", line)
+            _print_growth(base, 8)
     return 0
 
 

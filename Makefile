@@ -114,6 +114,13 @@ SCALE_ARGS ?=
 bench-scale: bench-setup kafka-jars
 	nice -n 10 $(PY) -m benchmarks.scale $(SCALE_ARGS)
 
+## Long life: one exactly-once query for BATCHES small micro-batches (default 10,000; a few
+## hours on 2 cores), sampling RSS, checkpoint and decision-log files, ids on the broker and
+## commit time: bench-results/longrun.md + .json + PNG curves (benchmarks/longrun.py).
+BATCHES ?= 10000
+bench-longrun: bench-setup kafka-jars
+	$(PY) -m benchmarks.longrun --batches $(BATCHES)
+
 ## At-least-once vs exactly-once under the same faults, duplicates counted with Kafka's
 ## console consumer: bench-results/contrast.md and the README's contrast table.
 contrast: setup

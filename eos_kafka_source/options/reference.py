@@ -93,10 +93,11 @@ SINK = (
         "a durable decision; needed where pyarrow cannot write the checkpoint's scheme "
         "(`dbfs:/`; `s3a://` is read as `s3://`); a log of another query is refused "
         "(`EOSKAFKA_DECISION_LOG_CONFLICT`)"),
-    Opt("transactionalIdPrefix", "`eoskafka-<hash of the checkpoint location>`", "the "
-        "transactional-id prefix, stable across restarts; claimed on the broker with the "
-        "query id, so a second query using it is refused (`EOSKAFKA_TRANSACTIONAL_ID_CLASH`)",
-        "sink:transactional_id_prefix"),
+    Opt("transactionalIdPrefix", "`eoskafka-<hash of the decision log's location>` "
+        "(`decisionLogLocation`, else `checkpointLocation`); a batch write with neither: "
+        "`eoskafka-batch-<random>`", "the transactional-id prefix, stable across restarts; "
+        "claimed on the broker with the query id, so a second query using it is refused "
+        "(`EOSKAFKA_TRANSACTIONAL_ID_CLASH`)"),
     Opt("delivery.guarantee", "`exactly_once`", "or `at_least_once`: idempotent writes, "
         "visible at once, no transactions (Spark's sink)", "sink:delivery"),
     Opt("producer.batchRecords", "10000", "records per produce batch", "sink:linger_records"),

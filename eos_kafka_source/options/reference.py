@@ -69,8 +69,9 @@ SOURCE = (
         "(when there are enough offsets)", "stream:min_partitions"),
     Opt("maxRecordsPerPartition", "none", "split offset ranges into tasks of at most this many "
         "offsets", "stream:max_records_per_partition"),
-    Opt("failOnDataLoss", "`true`", "offsets deleted by retention and topics deleted while the "
-        "query runs fail it (`EOSKAFKA_DATA_LOSS`); `false` skips them with a warning",
+    Opt("failOnDataLoss", "`true`", "offsets deleted by retention, and topics deleted while the "
+        "query runs (between batches or in the middle of a task), fail it "
+        "(`EOSKAFKA_DATA_LOSS`); `false` skips them with a warning",
         "stream:fail_on_data_loss"),
     Opt("includeHeaders", "`false`", "add a `headers` column "
         "`array<struct<key string, value binary>>`", "stream:include_headers"),
@@ -91,7 +92,9 @@ SINK = (
         "`abfs://`, `hdfs://`)"),
     Opt("decisionLogLocation", "none", "keep the decision log here instead; gives a batch write "
         "a durable decision; needed where pyarrow cannot write the checkpoint's scheme "
-        "(`dbfs:/`; `s3a://` is read as `s3://`); a log of another query is refused "
+        "(`dbfs:/`; `s3a://` is read as `s3://`). Decisions are keyed by Spark's query id "
+        "(from `<checkpointLocation>/metadata`), so a log kept across a checkpoint reset "
+        "serves the new query; a log of another query's checkpoint is refused "
         "(`EOSKAFKA_DECISION_LOG_CONFLICT`)"),
     Opt("transactionalIdPrefix", "`eoskafka-<hash of the decision log's location>` "
         "(`decisionLogLocation`, else `checkpointLocation`); a batch write with neither: "

@@ -49,7 +49,8 @@ SOURCE = (
         'JSON `{"t":{"0":23,"1":-2}}` (-2 earliest, -1 latest); where a new query starts',
         "stream:starting.kind"),
     Opt("startingTimestamp", "", "start every partition at its first offset at or after this "
-        "time (ms); wins over the two options below (a warning names the ignored ones)"),
+        "time (ms); wins over `startingOffsetsByTimestamp` and `startingOffsets` (a warning "
+        "names the ignored ones)"),
     Opt("startingOffsetsByTimestamp", "", 'per partition, `{"t":{"0":1700000000000}}`; wins '
         "over `startingOffsets`"),
     Opt("startingOffsetsByTimestampStrategy", "`error`", "`latest`: a partition with no record "

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 import shlex
 from pathlib import Path
 
@@ -55,6 +56,16 @@ def test_every_accepted_option_has_a_line_and_every_line_is_accepted() -> None:
     assert ROLE_KEYS - sink_kafka == set(_SINK_REFUSED) & ROLE_KEYS
     documented = set(ref.no_effect()) | source_kafka | sink_kafka | set(CONNECTION_KEYS)
     assert documented >= PASSTHROUGH_KEYS | CONNECTION_KEYS
+
+
+def test_passthrough_settings_the_code_reads_are_not_listed_as_no_effect() -> None:
+    """A Java client setting a module reads from ``ClientConfig.extra`` has its own line."""
+    pattern = re.compile(r"""extra(?:\.get\(|\[)\s*["']([a-z]+\.[a-z.]+)["']""")
+    read = {m.group(1) for path in (docs.ROOT / "eos_kafka_source").rglob("*.py")
+            for m in pattern.finditer(path.read_text())}
+    assert read, "no extra.get(...) found: the pattern is stale"
+    assert read <= {o.name for o in ref.SOURCE_KAFKA + ref.SINK_KAFKA + ref.CONNECTION}
+    assert not read & set(ref.no_effect())
 
 
 def _not_unknown(parse, options: dict[str, str]) -> None:

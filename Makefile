@@ -122,7 +122,7 @@ bench-longrun: bench-setup kafka-jars
 	$(PY) -m benchmarks.longrun --batches $(BATCHES)
 
 ## At-least-once vs exactly-once under the same faults, duplicates counted with Kafka's
-## console consumer: bench-results/contrast.md and the README's contrast table.
+## console consumer: bench-results/contrast.md and the contrast table in docs/performance.md.
 contrast: setup
 	$(PY) -m benchmarks.contrast
 

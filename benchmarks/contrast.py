@@ -11,7 +11,7 @@ fault schedule against one Apache Kafka broker started here:
 
 Duplicates are counted from the outside, with an independent read_committed
 consumer (kafka-python's KafkaConsumer): every input value must appear exactly once in the output.
-Writes ``bench-results/contrast.md`` and the table between the README's
+Writes ``bench-results/contrast.md`` and the table between docs/performance.md's
 ``contrast`` markers.
 """
 

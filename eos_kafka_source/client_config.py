@@ -60,8 +60,9 @@ DEADLINES: dict[str, tuple[int, str]] = {
                      "FindCoordinator, InitProducerId, AddPartitionsToTxn"),
 }
 
-#: Java client settings accepted and kept in ``ClientConfig.extra``; none of
-#: them changes what eoskafka reads or writes (tuning of a client we do not run).
+#: Java client settings accepted and kept in ``ClientConfig.extra``. Most are tuning of a
+#: client we do not run and change nothing; the sink reads a few (its produce batching,
+#: compression and deadlines): docs/options.md says which, checked by tests/unit/test_docs.py.
 PASSTHROUGH_KEYS = frozenset({
     # common
     "client.dns.lookup", "connections.max.idle.ms", "metadata.max.age.ms",

@@ -33,7 +33,7 @@ examples:
 The broker listens on 127.0.0.1 only. memory:// storage is lost when it stops;
 s3:// keeps records, open transactions and offsets across restarts. Tansu is a
 development broker: it never times transactions out and leaves Fetch's
-aborted-transactions list empty (see the README). --kafka runs Apache Kafka
+aborted-transactions list empty (see docs/compatibility.md). --kafka runs Apache Kafka
 itself as local JVM processes (needs Java 17; its jars are fetched from Maven
 Central with mvn once and cached in ~/.cache/eoskafka). Stop it with Ctrl-C.
 

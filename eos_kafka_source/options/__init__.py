@@ -10,9 +10,10 @@ and meanings follow Spark's Kafka source where one exists.
 Rules chosen here, beyond Spark's:
 
 * An unknown option is an error with a "did you mean" hint, never ignored.
-  ``groupIdPrefix``, ``fetchOffset.numRetries``, ``fetchOffset.retryIntervalMs``
-  and ``kafka.group.id`` are accepted and ignored: Spark jobs set them and they
-  mean nothing here (no consumer group is used).
+  ``groupIdPrefix``, ``fetchOffset.numRetries`` and ``fetchOffset.retryIntervalMs``
+  are accepted and ignored: Spark jobs set them and they mean nothing here.
+  ``kafka.group.id`` on a streaming read names the group each committed batch's end
+  offsets go to (advisory, for Kafka's lag tools); it is ignored on batch reads.
 * An option that would have no effect is an error: trigger limits on a batch
   read, ending offsets on a stream, producer settings on a source, consumer
   settings on a sink, exactly-once settings with ``at_least_once`` delivery.

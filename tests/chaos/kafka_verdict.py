@@ -10,7 +10,7 @@
 - coordinator kills that landed during a commit are counted (the soak's target);
 - losses the driver reported (``EOSKAFKA_TRANSACTION_LOST``, a driver kept down past
   the transaction timeout) are counted with the records they name: a loss they cover
-  is a *documented* loss, outside the guarantee (README "The transaction timeout is a
+  is a *documented* loss, outside the guarantee (docs/guarantee.md "The transaction timeout is a
   budget"), reported as such and never as a pass.
 """
 

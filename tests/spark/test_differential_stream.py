@@ -104,8 +104,9 @@ def test_partitions_added_during_the_query(spark, bootstrap, unique, tmp_path) -
 def test_subscribed_topic_deleted_during_the_query(spark, bootstrap, unique, tmp_path) -> None:
     """eoskafka skips a deleted subscribed topic under failOnDataLoss=false. Spark's
     connector does too when its consumer has not yet tried the gone partition, and
-    otherwise fails with UnknownTopicOrPartition (timing-dependent; README differences
-    table): either its rows equal eoskafka's or it failed that way, nothing else."""
+    otherwise fails with UnknownTopicOrPartition (timing-dependent; the differences table
+    of docs/compatibility.md): either its rows equal eoskafka's or it failed that way,
+    nothing else."""
     keep, gone = f"{unique}-keep", f"{unique}-gone"
     for t in (keep, gone):
         create_topic(bootstrap, t)

@@ -1,0 +1,224 @@
+"""The docs cannot drift: option reference, snippets, command lines and links.
+
+* docs/options.md's tables are :func:`eos_kafka_source.options.reference.render`, and
+  that names every option the parsers accept, with the defaults they parse to.
+* Every bash/sh/python block in README.md and docs/*.md is run by a test (tests/doc_blocks.py
+  ``RUN``) or marked ``<!-- illustration -->``; every python block compiles, and every
+  ``eoskafka ...`` line parses with the CLI's own argument parser.
+* Every relative link points at a file that exists, and at a heading that exists.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from eos_kafka_source.cli import build_parser
+from eos_kafka_source.client_config import (
+    CONNECTION_KEYS,
+    PASSTHROUGH_KEYS,
+    ROLE_KEYS,
+)
+from eos_kafka_source.errors import ConfigError
+from eos_kafka_source.options import SinkOptions, SourceOptions
+from eos_kafka_source.options import reference as ref
+from eos_kafka_source.options.sink import _SINK_REFUSED
+from eos_kafka_source.options.source import _SOURCE_REFUSED
+from tests import doc_blocks as docs
+
+BOOT = {"kafka.bootstrap.servers": "b1:9092"}
+
+# -- option reference ----------------------------------------------------------------------------
+
+
+def test_options_page_is_the_generated_reference() -> None:
+    text = ref.PAGE.read_text()
+    assert ref.BEGIN in text and ref.END in text
+    assert ref.splice(text) == text, (
+        "docs/options.md is not what eos_kafka_source/options/reference.py renders; run "
+        "`python -m eos_kafka_source.options.reference --write`")
+
+
+def test_every_accepted_option_has_a_line_and_every_line_is_accepted() -> None:
+    accepted = ref.accepted_names()
+    assert {o.name for o in ref.SOURCE} == accepted["source"]
+    assert {o.name for o in ref.SINK} == accepted["sink"]
+    assert {o.name for o in ref.CONNECTION} == accepted["connection"]
+    source_kafka = {o.name for o in ref.SOURCE_KAFKA}
+    sink_kafka = {o.name for o in ref.SINK_KAFKA}
+    assert source_kafka | sink_kafka <= ROLE_KEYS | PASSTHROUGH_KEYS
+    # every role key is documented on a side or refused there, with its reason
+    assert ROLE_KEYS - source_kafka == set(_SOURCE_REFUSED) & ROLE_KEYS
+    assert ROLE_KEYS - sink_kafka == set(_SINK_REFUSED) & ROLE_KEYS
+    documented = set(ref.no_effect()) | source_kafka | sink_kafka | set(CONNECTION_KEYS)
+    assert documented >= PASSTHROUGH_KEYS | CONNECTION_KEYS
+
+
+def test_passthrough_settings_the_code_reads_are_not_listed_as_no_effect() -> None:
+    """A Java client setting a module reads from ``ClientConfig.extra`` has its own line."""
+    pattern = re.compile(r"""extra(?:\.get\(|\[)\s*["']([a-z]+\.[a-z.]+)["']""")
+    read = {m.group(1) for path in (docs.ROOT / "eos_kafka_source").rglob("*.py")
+            for m in pattern.finditer(path.read_text())}
+    assert read, "no extra.get(...) found: the pattern is stale"
+    assert read <= {o.name for o in ref.SOURCE_KAFKA + ref.SINK_KAFKA + ref.CONNECTION}
+    assert not read & set(ref.no_effect())
+
+
+def _not_unknown(parse, options: dict[str, str]) -> None:
+    """The parser may refuse the value, never the name."""
+    try:
+        parse(options)
+    except ConfigError as exc:
+        assert "unknown option" not in str(exc), exc
+
+
+@pytest.mark.parametrize("opt", ref.SOURCE, ids=lambda o: o.name)
+def test_documented_source_options_are_known_to_the_parser(opt: ref.Opt) -> None:
+    _not_unknown(lambda o: SourceOptions.parse(o, streaming=True),
+                 {**BOOT, "subscribe": "t", opt.name: "x"})
+
+
+@pytest.mark.parametrize("opt", ref.SINK, ids=lambda o: o.name)
+def test_documented_sink_options_are_known_to_the_parser(opt: ref.Opt) -> None:
+    _not_unknown(SinkOptions.parse, {**BOOT, opt.name: "x"})
+
+
+@pytest.mark.parametrize("opt", ref.CONNECTION + ref.SOURCE_KAFKA, ids=lambda o: o.name)
+def test_documented_kafka_settings_are_known_to_the_source(opt: ref.Opt) -> None:
+    _not_unknown(lambda o: SourceOptions.parse(o, streaming=True),
+                 {**BOOT, "subscribe": "t", ref.PREFIX + opt.name: "x"})
+
+
+@pytest.mark.parametrize("opt", ref.SINK_KAFKA, ids=lambda o: o.name)
+def test_documented_kafka_settings_are_known_to_the_sink(opt: ref.Opt) -> None:
+    _not_unknown(SinkOptions.parse, {**BOOT, ref.PREFIX + opt.name: "x"})
+
+
+def _parsed_default(check: str) -> object:
+    where, _, path = check.partition(":")
+    if where == "const":
+        module, _, name = path.partition(":")
+        return getattr(importlib.import_module(module), name)
+    obj: object = {
+        "stream": SourceOptions.parse({**BOOT, "subscribe": "t"}, streaming=True),
+        "batch": SourceOptions.parse({**BOOT, "subscribe": "t"}, streaming=False),
+        "sink": SinkOptions.parse(BOOT),
+    }[where]
+    for attr in path.split("."):
+        obj = getattr(obj, attr)
+    return obj
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+CHECKED = [o for o in ref.SOURCE + ref.SINK + ref.CONNECTION + ref.SOURCE_KAFKA
+           + ref.SINK_KAFKA if o.check]
+
+
+@pytest.mark.parametrize("opt", CHECKED, ids=lambda o: o.name)
+def test_documented_default_is_the_parsed_default(opt: ref.Opt) -> None:
+    assert opt.check is not None
+    value = _shown(_parsed_default(opt.check))
+    assert value in opt.default, f"{opt.name}: the code's default is {value}, the doc says " \
+                                 f"{opt.default!r}"
+
+
+def test_defaults_are_checked_where_the_code_has_one() -> None:
+    """A new option with a default gets a ``check`` too (most do; this keeps it so)."""
+    assert len(CHECKED) >= 24
+
+
+# -- snippets ------------------------------------------------------------------------------------
+
+CHECKED_BLOCKS = [b for b in docs.all_blocks() if b.lang in docs.CHECKED_LANGS]
+
+
+def test_docs_have_blocks_to_check() -> None:
+    assert len(CHECKED_BLOCKS) >= 10
+    assert {"README.md", "docs/operations.md"} <= {b.page for b in CHECKED_BLOCKS}
+
+
+@pytest.mark.parametrize("block", CHECKED_BLOCKS, ids=lambda b: b.where)
+def test_every_snippet_is_run_or_marked_an_illustration(block: docs.Block) -> None:
+    run = docs.RUN.get((block.page, block.first_line))
+    assert block.illustration or run, (
+        f"{block.where}: a {block.lang} block neither run by a test (tests/doc_blocks.py RUN) "
+        f"nor marked {docs.ILLUSTRATION} on the line before its fence")
+    assert not (block.illustration and run), f"{block.where}: marked, yet listed as run"
+
+
+def test_every_listed_snippet_exists() -> None:
+    for page, first in docs.RUN:
+        docs.block(page, first)  # exactly one block starts so
+
+
+@pytest.mark.parametrize("block", [b for b in CHECKED_BLOCKS if b.lang in ("python", "py")],
+                         ids=lambda b: b.where)
+def test_python_snippets_compile(block: docs.Block) -> None:
+    compile(block.text, block.where, "exec")
+
+
+def _cli_lines() -> list[tuple[str, str]]:
+    out = []
+    for b in CHECKED_BLOCKS:
+        if b.lang in ("python", "py"):
+            continue
+        for line in b.text.splitlines():
+            line = line.split(" #", 1)[0].strip()
+            if line.startswith("eoskafka "):
+                out.append((b.where, line))
+    return out
+
+
+@pytest.mark.parametrize(("where", "line"), _cli_lines(), ids=lambda v: v)
+def test_eoskafka_command_lines_parse(where: str, line: str) -> None:
+    """Every ``eoskafka ...`` line in the docs is valid for today's CLI (parsed, not run)."""
+    try:
+        build_parser().parse_args(shlex.split(line)[1:])
+    except SystemExit as exc:  # argparse's way of refusing
+        pytest.fail(f"{where}: `{line}` does not parse ({exc})")
+
+
+def test_cli_lines_found() -> None:
+    assert len(_cli_lines()) >= 10
+
+
+# -- links ---------------------------------------------------------------------------------------
+
+
+def _relative_links() -> list[tuple[Path, int, str]]:
+    out = []
+    for page in docs.pages():
+        for n, target in docs.links(page):
+            if not target.startswith(("http://", "https://", "mailto:")):
+                out.append((page, n, target))
+    return out
+
+
+def test_docs_have_links() -> None:
+    assert len(_relative_links()) >= 30
+
+
+@pytest.mark.parametrize(("page", "line", "target"), _relative_links(),
+                         ids=lambda v: str(v.name if isinstance(v, Path) else v))
+def test_relative_links_resolve(page: Path, line: int, target: str) -> None:
+    path, _, anchor = target.partition("#")
+    dest = (page.parent / path).resolve() if path else page
+    where = f"{page.relative_to(docs.ROOT)}:{line}"
+    pending = {"docs/acls.md", "docs/availability.md"}  # written in parallel (issue 16)
+    rel = str(dest.relative_to(docs.ROOT)) if dest.is_relative_to(docs.ROOT) else str(dest)
+    if rel in pending and not dest.exists():
+        pytest.xfail(f"{rel} is being written in parallel (issue 16 items 1 and 2)")
+    assert dest.exists(), f"{where}: link to {target}: no such file"
+    if anchor and dest.suffix == ".md":
+        assert anchor in docs.anchors(dest), f"{where}: link to {target}: no such heading"

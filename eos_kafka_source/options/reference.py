@@ -142,6 +142,15 @@ CONNECTION = (
         "stream:client.connect_timeout_ms"),
     Opt("client.id", "`eoskafka`", "the client id in every request",
         "stream:client.client_id"),
+    Opt("default.api.timeout.ms", "60000 (1 min)", "the deadline of each driver-side or "
+        "metadata operation, every retry included: planning, leader and coordinator lookups, "
+        "fencing, aborts, group offsets (a restarting, paused or moved broker is retried until "
+        "it passes)", "stream:client.api_timeout_ms"),
+    Opt("delivery.timeout.ms", "120000 (2 min)", "how long a task re-sends an unacknowledged "
+        "Produce batch (a moved or restarting leader, NOT_ENOUGH_REPLICAS); at least "
+        "`kafka.request.timeout.ms`", "stream:client.delivery_timeout_ms"),
+    Opt("max.block.ms", "60000 (1 min)", "the deadline of a task's transactional calls "
+        "(FindCoordinator, InitProducerId, AddPartitionsToTxn)", "stream:client.max_block_ms"),
 )
 
 #: ``kafka.*`` keys that mean something on one side only (the others are refused there).
@@ -171,11 +180,6 @@ SINK_KAFKA = (
         "it holds)"),
     Opt("max.request.size", "1048576", "cap on a Produce request's bytes",
         "const:eos_kafka_source.sink.task_writer:_MAX_REQUEST_SIZE"),
-    Opt("delivery.timeout.ms", "120000 (2 min)", "how long a task re-sends unacknowledged "
-        "batches to a moved or restarting leader",
-        "const:eos_kafka_source.sink.task_writer:_DELIVERY_TIMEOUT_MS"),
-    Opt("max.block.ms", "60000 (1 min)", "how long a task looks up a moved transaction "
-        "coordinator (InitProducerId)", "const:eos_kafka_source.sink.task_writer:_MAX_BLOCK_MS"),
 )
 
 

@@ -369,5 +369,5 @@ def test_spark_stream_with_the_documented_acls_then_a_missing_one(acl_kafka: Acl
         run("no-ids-write", tmp_path / "missing")
     text = str(info.value)
     assert "[EOSKAFKA_NOT_AUTHORIZED] User:no-ids-write may not " in text
-    assert "--transactional-id no-ids-write.p --resource-pattern-type prefixed" in text
+    assert "--transactional-id no-ids-write.p.spark --resource-pattern-type prefixed" in text
     assert open_producers(acl_kafka, "no-ids-write.out") == set()

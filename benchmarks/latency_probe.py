@@ -45,22 +45,30 @@ def _leaders(wire: KafkaWire, topic: str, partitions: int) -> dict[int, list[int
     return by_node
 
 
-class Feeder(threading.Thread):
-    """Produces ``rate`` records/s (changeable while running) in 5 ms ticks, round-robin over
-    the partitions; each tick's records carry the time taken just before its Produce."""
+class _Loop(threading.Thread):
+    """A daemon thread that runs until :meth:`stop`; an exception is kept in ``error``
+    for the benchmark to raise (a thread's own traceback would go unseen)."""
 
-    def __init__(self, cfg: ClientConfig, topic: str, partitions: int) -> None:
-        super().__init__(daemon=True, name=f"feeder-{topic}")
-        self.cfg, self.topic, self.partitions = cfg, topic, partitions
-        self.rate = 0.0
-        self.sent = 0
-        self.behind_max_s = 0.0  # the longest the feeder fell behind its schedule
+    def __init__(self, name: str) -> None:
+        super().__init__(daemon=True, name=name)
         self.error: BaseException | None = None
         self._halt = threading.Event()
 
     def stop(self) -> None:
         self._halt.set()
         self.join(30)
+
+
+class Feeder(_Loop):
+    """Produces ``rate`` records/s (changeable while running) in 5 ms ticks, round-robin over
+    the partitions; each tick's records carry the time taken just before its Produce."""
+
+    def __init__(self, cfg: ClientConfig, topic: str, partitions: int) -> None:
+        super().__init__(f"feeder-{topic}")
+        self.cfg, self.topic, self.partitions = cfg, topic, partitions
+        self.rate = 0.0
+        self.sent = 0
+        self.behind_max_s = 0.0  # the longest the feeder fell behind its schedule
 
     def run(self) -> None:
         try:
@@ -103,11 +111,11 @@ class Feeder(threading.Thread):
         self.sent += n
 
 
-class Watcher(threading.Thread):
+class Watcher(_Loop):
     """Fetches the output topic read_committed from offset 0 and histograms latencies."""
 
     def __init__(self, cfg: ClientConfig, topic: str, partitions: int) -> None:
-        super().__init__(daemon=True, name=f"watcher-{topic}")
+        super().__init__(f"watcher-{topic}")
         self.cfg, self.topic, self.partitions = cfg, topic, partitions
         #: (send time // BUCKET_NS, latency in ms) -> records
         self.hist: Counter[tuple[int, int]] = Counter()
@@ -115,12 +123,6 @@ class Watcher(threading.Thread):
         self.aborted = 0
         #: Wall-clock times (time.time()) of Fetch answers that brought new records.
         self.visible_at: list[float] = []
-        self.error: BaseException | None = None
-        self._halt = threading.Event()
-
-    def stop(self) -> None:
-        self._halt.set()
-        self.join(30)
 
     def run(self) -> None:
         try:

@@ -107,9 +107,15 @@ class KafkaWire:
         deadline_ms = config.connect_timeout_ms
         deadline = time.monotonic() + deadline_ms / 1000
         first: BaseException | None = None  # reported: later ones are often time-outs
+        # Each bootstrap server in turn gets its share of the deadline: one that accepts
+        # connections but never answers (paused, stalled) must not use it all up.
+        nodes = _bootstrap_nodes(client)
+        share_ms = max(deadline_ms // max(len(nodes), 1), 1000)
+        up: str | None = None
         try:
             for attempt in itertools.count():
-                error, in_sasl = _attempt(client, _ms_left(deadline))
+                node = nodes[attempt % len(nodes)] if nodes else None
+                error, in_sasl, up = _attempt(client, min(share_ms, _ms_left(deadline)), node)
                 if error is None:
                     break
                 first = first or error
@@ -120,7 +126,7 @@ class KafkaWire:
                     raise error
                 # kafka-python's reconnect backoff: 50 ms doubling, at most 1 s
                 client.poll(timeout_ms=min(50 << min(attempt, 5), 1000, _ms_left(deadline)))
-            _bootstrap(client, _ms_left(deadline))
+            _bootstrap(client, _ms_left(deadline), via=up)
         except AuthenticationError:
             client.close()
             raise
@@ -344,56 +350,77 @@ def _ms_left(deadline: float) -> int:
     return max(int((deadline - time.monotonic()) * 1000), 1)
 
 
-def _attempt(client: KafkaNetClient, timeout_ms: int) -> tuple[BaseException | None, bool]:
-    """Open one connection to a bootstrap server and wait until it is up or has failed.
+def _bootstrap_nodes(client: KafkaNetClient) -> list[str]:
+    """kafka-python's ids of the bootstrap servers, in the order given (empty if its
+    internals are not the ones expected)."""
+    cluster = getattr(getattr(client, "_manager", None), "cluster", None)
+    brokers = getattr(cluster, "bootstrap_brokers", None)
+    return [b.node_id for b in brokers()] if callable(brokers) else []
+
+
+def _attempt(client: KafkaNetClient, timeout_ms: int,
+             node: str | None = None) -> tuple[BaseException | None, bool, str | None]:
+    """Open one connection to a bootstrap server (``node``, else kafka-python's choice) and
+    wait until it is up or has failed.
 
     kafka-python retries failed bootstrap connections until its deadline, even when the
     broker refused the credentials, and then reports only "Unable to bootstrap". Making
     the attempts here lets a refusal fail at once, with its reason. Returns ``(None,
-    False)`` when the connection came up (or kafka-python's internals are not the ones
-    expected: then :func:`_bootstrap` alone decides), else its error and whether it
-    failed during SASL authentication (after ApiVersions, with SASL on).
+    False, node)`` when the connection came up (``(None, False, None)`` when kafka-python's
+    internals are not the ones expected: then :func:`_bootstrap` alone decides), else its
+    error and whether it failed during SASL authentication (after ApiVersions, with SASL on).
     """
     # The manager's get_connection, not client.maybe_connect: a failed connection must not
     # start kafka-python's background bootstrap, which has no deadline.
     get_connection = getattr(getattr(client, "_manager", None), "get_connection", None)
-    node = client.least_loaded_node(bootstrap_fallback=True)
+    node = node if node is not None else client.least_loaded_node(bootstrap_fallback=True)
     if get_connection is None or node is None:
-        return None, False
+        return None, False, None
     try:
         conn = get_connection(node, timeout_ms=timeout_ms, refresh_metadata_on_err=False)
     except Exception:  # not ready (kafka-python's backoff) or unknown: let _bootstrap decide
-        return None, False
+        return None, False, None
     future = getattr(conn, "init_future", None)
     if future is None:
-        return None, False
+        return None, False, None
     if not future.is_done:
         client.poll(timeout_ms=timeout_ms, future=future)
-    if not future.is_done:  # e.g. a TLS handshake with a listener that does not speak TLS
+    if not future.is_done:  # a paused broker; a TLS handshake with a plain listener
         error = kerrors.KafkaTimeoutError(f"no answer within {timeout_ms} ms")
         conn.close(error)
-        return error, False
+        return error, False, None
     if future.succeeded():
-        return None, False
+        return None, False, node
     in_sasl = bool(getattr(conn, "sasl_enabled", False)) and (
         getattr(conn, "broker_version_data", None) is not None)
-    return future.exception, in_sasl
+    return future.exception, in_sasl, None
 
 
-def _bootstrap(client: KafkaNetClient, timeout_ms: int) -> None:
+def _bootstrap(client: KafkaNetClient, timeout_ms: int, via: str | None = None) -> None:
     """Fetch the cluster's metadata, within ``timeout_ms`` whatever happens.
 
     ``KafkaNetClient.check_version`` waits on kafka-python's bootstrap, whose deadline
     is checked only between connection attempts; an attempt that never ends (kafka-python
     3.0 puts no deadline on the TLS handshake) makes it wait forever. Here the wait is
-    our own.
+    our own. ``via``: the bootstrap server whose connection :func:`_attempt` just saw come
+    up; kafka-python's bootstrap would pick one at random, perhaps a paused one, and wait
+    on it for the whole deadline.
     """
-    start = getattr(getattr(client, "_manager", None), "bootstrap_async", None)
+    manager = getattr(client, "_manager", None)
+    start = getattr(manager, "bootstrap_async", None)
     if start is None:
         client.check_version(timeout_ms=timeout_ms)
         return
-    future = start(timeout_ms=timeout_ms)
-    client.poll(timeout_ms=timeout_ms, future=future)
+    cluster = getattr(manager, "cluster", None)
+    only = [b for b in cluster.bootstrap_brokers() if b.node_id == via] if via else []
+    if only:  # for this bootstrap only (an instance attribute over the method)
+        cluster.bootstrap_brokers = lambda: only
+    try:
+        future = start(timeout_ms=timeout_ms)
+        client.poll(timeout_ms=timeout_ms, future=future)
+    finally:
+        if only:
+            del cluster.bootstrap_brokers
     if not future.is_done:
         raise kerrors.KafkaTimeoutError(f"no broker answered within {timeout_ms} ms")
     if future.failed():

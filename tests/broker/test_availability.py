@@ -143,3 +143,23 @@ def test_commit_rides_out_a_paused_transaction_coordinator(kafka: KafkaCluster, 
         _resume(kafka, victim)
     assert sink.committed() == Counter(vals("t0") + vals("t1"))
     assert_no_open_transactions(bootstrap, unique)
+
+
+def test_a_paused_bootstrap_server_does_not_stop_a_start(kafka: KafkaCluster) -> None:
+    """sigstop x start: one bootstrap server is paused (a GC pause, a network stall) when a
+    query starts. Its TCP port still accepts connections, but nothing answers. Before the
+    fix one connection attempt, to a bootstrap server picked at random, had the whole
+    ``kafka.socket.connection.setup.timeout.ms``: starting failed with
+    EOSKAFKA_BROKER_UNREACHABLE whenever the paused one came first (the harness: 2 of 2
+    starts). Now each bootstrap server gets its share of the deadline, in turn, and the
+    cluster's metadata is read through the one that answered."""
+    paused, live = kafka.nodes[0], kafka.nodes[1]
+    servers = f"127.0.0.1:{paused.port},127.0.0.1:{live.port}"
+    _pause(kafka, paused.node_id)
+    try:
+        for _ in range(6):  # kafka-python picked at random: the paused one ~ every other try
+            with in_sync_wire(servers) as wire:
+                assert wire.any_node() is not None
+                require_topics(wire, [])
+    finally:
+        _resume(kafka, paused.node_id)

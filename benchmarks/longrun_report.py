@@ -15,6 +15,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from .charts import line_chart
+
 SLACK = 0.10
 
 #: series -> (label, unit, load-sensitive)
@@ -55,36 +57,6 @@ CHARTS: dict[str, tuple[str, list[str]]] = {
     "time": ("Seconds (median over the sample's batches)", ["commit_s_median",
                                                              "trigger_s_median"]),
 }
-
-
-def line_chart(path: Path, title: str, xlabel: str, ylabel: str,
-               series: dict[str, list[tuple[float, float]]], logx: bool = False) -> None:
-    """benchmarks.charts.line_chart where it exists; this stand-in otherwise."""
-    try:
-        from .charts import line_chart as shared  # type: ignore[import-not-found]
-    except ImportError:
-        shared = None
-    if shared is not None:
-        shared(path, title, xlabel, ylabel, series, logx=logx)
-        return
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for name, points in series.items():
-        if points:
-            ax.plot([x for x, _ in points], [y for _, y in points], marker=".", label=name)
-    if logx:
-        ax.set_xscale("log")
-    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def verdicts(samples: list[dict[str, Any]], batches: int, warmup: float

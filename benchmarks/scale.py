@@ -55,6 +55,7 @@ from eos_kafka_source.wire import (
     spread,
 )
 
+from .charts import line_chart
 from .common import unique, value_batches
 from .sink import EosSink
 
@@ -185,28 +186,6 @@ def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: i
         spread.MAX_LANES = default_lanes
         sink.close()
     return cell
-
-
-def line_chart(path: Path, title: str, xlabel: str, ylabel: str,
-               series: dict[str, list[tuple[float, float]]], logx: bool = False) -> None:
-    """A PNG line chart, one line per series (the signature of benchmarks/charts.py)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
-    for name, points in series.items():
-        xs, ys = zip(*sorted(points), strict=True)
-        ax.plot(xs, ys, marker="o", label=name)
-    if logx:
-        ax.set_xscale("log")
-    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 def table(cells: list[Cell]) -> list[str]:

@@ -28,14 +28,15 @@ from ..errors import (
     TransactionOutcomeUnknownError,
 )
 from ..faults import fault_point
-from ..wire import KafkaWire, ProducerIdentity
+from ..wire import KafkaWire
 from .claims import claim_prefix
 from .committer import FinishReport, Liveness, finish, liveness
-from .decision_log import Decision, DecisionLog, PoolState
+from .decision_log import Decision, DecisionLog
 from .decision_states import UNFINISHED, Event, State, commit_event, transition
-from .fencing import fence, fence_identities, probe_beyond
+from .fencing import fence
 from .handoff import TxnHandoff
 from .naming import TransactionalIdFactory
+from .pool_upkeep import PoolOwner, clean_up, fence_pool
 from .refusals import refuse_foreign, refuse_superseded
 from .replacement import previous_write_completed, replacements, txn_key
 from .timings import Phases
@@ -119,7 +120,7 @@ class DriverProtocol:
             pool = self.decisions.pool()
             if new_run or pool.size == 0 or not pool.clean:
                 fault_point("prepare.before_fence")
-                self._fence_pool(wire, pool, probe=True)
+                fence_pool(wire, self._pool_owner(), pool, probe=True)
             timed.mark("fence")
             self.decisions.mark_planned()
             timed.mark("mark_planned")
@@ -201,20 +202,9 @@ class DriverProtocol:
             "brokers hosting __transaction_state. " + "; ".join(unknown)
         )
 
-    def _fence_pool(self, wire: KafkaWire, pool: PoolState, *, probe: bool) -> None:
-        fenced = fence_identities(wire, self.ids.pool(pool.size), self.timeout_ms)
-        size = pool.size
-        if probe:
-            size, more = probe_beyond(wire, self.ids.for_task, pool.size, self.timeout_ms,
-                                      known=pool.fenced_epochs)
-            fenced.update(more)
-            size = max(size, pool.size)
-        _remember(pool, fenced)
-        pool.size = size
-        pool.prefix, pool.owner = self.ids.prefix, self.owner
-        pool.clean = True
+    def _pool_owner(self) -> PoolOwner:
         assert self.decisions is not None
-        self.decisions.save_pool(pool)
+        return PoolOwner(self.ids, self.decisions, self.owner, self.timeout_ms)
 
     # -- commit worker -------------------------------------------------------------------------
 
@@ -266,7 +256,7 @@ class DriverProtocol:
             else:
                 self._record(lineage, batch, report, raise_lost=True, doing="committing")
                 timed.mark("mark_done")
-                self._clean_up(wire, decisions, tasks)
+                clean_up(wire, self._pool_owner(), tasks)
                 timed.mark("cleanup")
         report.seconds = time.perf_counter() - started
         timed.write(batch=batch_id, tasks=tasks, transactions=len(report.done),
@@ -354,38 +344,6 @@ class DriverProtocol:
                 "records are LOST: " + "; ".join(lost))
         return state
 
-    def _clean_up(self, wire: KafkaWire, decisions: DecisionLog, tasks: int) -> None:
-        """After a committed batch: fence unused ids, grow the pool, prune. Best effort (the
-        batch has committed whatever happens here); what is not done is left to the next
-        batch's planning, which fences the whole pool when it finds it not clean."""
-        try:
-            fault_point("commit.cleanup")
-            self._after_commit(wire, tasks)
-            decisions.prune()
-        except Exception as exc:  # noqa: BLE001 - reported, and left to the next planning
-            log.warning("eoskafka: clean-up after a committed batch failed (%s); the next "
-                        "batch fences the pool instead", exc)
-            try:
-                pool = decisions.pool()
-                pool.clean = False
-                pool.size = max(pool.size, tasks)
-                decisions.save_pool(pool)
-            except Exception:  # noqa: BLE001 - the next new run fences the pool anyway
-                log.warning("eoskafka: could not record the unfinished clean-up",
-                            exc_info=True)
-
-    def _after_commit(self, wire: KafkaWire, tasks: int) -> None:
-        """Fence ids this batch did not use (left by a bigger, failed batch); grow the pool."""
-        assert self.decisions is not None
-        pool = self.decisions.pool()
-        if tasks < pool.size:
-            stale = [self.ids.for_task(p) for p in range(tasks, pool.size)]
-            _remember(pool, fence_identities(wire, stale, self.timeout_ms))
-        if tasks != pool.size or pool.prefix != self.ids.prefix:
-            pool.size = max(pool.size, tasks)
-            pool.prefix, pool.owner = self.ids.prefix, self.owner
-            self.decisions.save_pool(pool)
-
     def _refuse_dead(self, wire: KafkaWire, batch_id: int,
                      handoffs: list[TxnHandoff]) -> Liveness:
         """Before deciding: every transaction must still be live, or nothing is committed.
@@ -450,16 +408,9 @@ class DriverProtocol:
                 pool.size = max(pool.size, tasks)
                 # Failed or stopped tasks (None messages) may hold open transactions; every
                 # decision is finished by now, so no id holds one waiting to commit.
-                self._fence_pool(wire, pool, probe=False)
+                fence_pool(wire, self._pool_owner(), pool, probe=False)
                 pool = self.decisions.pool()
                 pool.clean = False
                 self.decisions.save_pool(pool)
             else:
                 fence(wire, [self.ids.for_task(p) for p in range(tasks)], self.timeout_ms)
-
-
-def _remember(pool: PoolState, fenced: dict[str, ProducerIdentity]) -> None:
-    """Record the identity each id was fenced to: older hand-offs on it are zombies."""
-    for tid, who in fenced.items():
-        pool.fenced_epochs[tid] = who.epoch
-        pool.fenced_producers[tid] = who.producer_id

@@ -12,7 +12,6 @@ import pytest
 from kafka.protocol.metadata import MetadataRequest
 
 from eos_kafka_source.apache_kafka import KafkaCluster
-from eos_kafka_source.apache_kafka.tools import KafkaTools
 from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.wire import KafkaWire
 from tests.kafka_clusters import kafka_for_tests
@@ -76,16 +75,3 @@ def await_in_sync(bootstrap: str, timeout_s: float = 120) -> None:
                 return
             assert time.monotonic() < deadline, f"replicas still out of sync: {lagging[:10]}"
             time.sleep(0.2)
-
-
-def elect_preferred_leaders(kafka: KafkaCluster) -> None:
-    """Every partition (the transaction and offsets logs too) back on its preferred leader,
-    as Kafka's own rebalancing would do within 5 minutes: after node kills in earlier tests
-    the leaders, and so the coordinators, crowd onto the nodes that stayed up."""
-    try:
-        KafkaTools(kafka.bootstrap_servers).run(
-            "org.apache.kafka.tools.LeaderElectionCommand",
-            "--election-type", "PREFERRED", "--all-topic-partitions")
-    except RuntimeError as exc:  # exits 1 when some partitions needed no election
-        if "already" not in str(exc).lower() and "valid replica" not in str(exc).lower():
-            raise

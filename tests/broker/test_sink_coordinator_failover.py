@@ -33,7 +33,6 @@ from eos_kafka_source.wire import (
     spread,
 )
 from eos_kafka_source.wire.txn import EndTxnResult
-from tests.broker.conftest import elect_preferred_leaders
 from tests.sink_harness import Harness, assert_once_on_kafka, await_path, vals
 from tests.waiting import until
 
@@ -116,6 +115,41 @@ def _commit_losing_answers(kafka3: KafkaCluster, h: Harness, handoffs: list, fau
     return victim, committing
 
 
+def test_endtxns_spread_over_connections_and_every_node(kafka3, sink: Harness,
+                                                         monkeypatch) -> None:
+    """Issue 17 (first in the module: the fresh cluster's coordinators are spread; later
+    cases' kills crowd them onto the nodes that stayed up): the driver's EndTxns go over
+    several connections to each coordinator at once (one connection serves one request at a
+    time: 1,000 pipelined EndTxns were 1,000 replication waits in a row). Transactions whose coordinators are on several nodes
+    commit; EndTxns sent to a node that is not their coordinator answer NOT_COORDINATOR on
+    connections they share with other transactions' EndTxns, and only they are unknown: the
+    others are committed, and the committer looks the moved ones up again."""
+    monkeypatch.setattr(spread, "REQUESTS_PER_LANE", 3)  # lanes for 30 txns, not 1,000
+    tasks = 30
+    handoffs = [sink.task(p, vals(f"spread{p}", 3)) for p in range(tasks)]
+    with sink.wire() as wire:
+        where = until(lambda: find_coordinators(wire, [h.transactional_id for h in handoffs]),
+                      lambda w: len(set(w.values())) >= 2, timeout_s=60,
+                      what="transaction coordinators on several nodes")
+        assert len(set(where.values())) >= 2, f"coordinators on several nodes: {where}"
+        # Every fourth transaction's EndTxn goes to the next node: NOT_COORDINATOR there.
+        wrong = {h.transactional_id: where[h.transactional_id] % 3 + 1 for h in handoffs[::4]}
+        sent_to = {**where, **wrong}
+        txns = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch)) for h in handoffs]
+        assert spread.lanes_for([(sent_to[t], None) for t, _ in txns]) > 1
+        outcomes = end_txns(wire, sent_to, txns, commit=True)
+        for outcome in outcomes:
+            if outcome.transactional_id in wrong:
+                assert outcome.result is EndTxnResult.RETRY_ELSEWHERE, outcome
+                assert outcome.error is not None and outcome.error.code == 16  # NOT_COORDINATOR
+            else:
+                assert outcome.result is EndTxnResult.ENDED, outcome
+        report = finish(wire, handoffs, commit=True, coordinators=sent_to)
+        assert report.ok and len(report.done) == tasks
+    assert_once_on_kafka(sink, Counter(v for p in range(tasks) for v in vals(f"spread{p}", 3)))
+
+
+
 @pytest.mark.parametrize(("how", "point", "which"), [
     ("kill", "commit.after_decision", 0),
     ("kill", "commit.between_endtxn", 1),
@@ -192,38 +226,3 @@ def test_unknown_outcome_keeps_the_decision_and_restart_rolls_forward(
     assert restarted.log.get(0).done and not restarted.log.get(0).lost
     restarted.driver.prepare(new_run=True)
     assert_once_on_kafka(restarted, Counter(vals("unknown0") + vals("unknown1")))
-
-
-def test_endtxns_spread_over_connections_and_every_node(kafka3, sink: Harness,
-                                                         monkeypatch) -> None:
-    """Issue 17: the driver's EndTxns go over several connections to each coordinator at once
-    (one connection serves one request at a time: 1,000 pipelined EndTxns were 1,000
-    replication waits in a row). Transactions whose coordinators are on several nodes
-    commit; EndTxns sent to a node that is not their coordinator answer NOT_COORDINATOR on
-    connections they share with other transactions' EndTxns, and only they are unknown: the
-    others are committed, and the committer looks the moved ones up again."""
-    monkeypatch.setattr(spread, "REQUESTS_PER_LANE", 3)  # lanes for 30 txns, not 1,000
-    tasks = 30
-    handoffs = [sink.task(p, vals(f"spread{p}", 3)) for p in range(tasks)]
-    elect_preferred_leaders(kafka3)  # earlier cases' kills left the coordinators crowded
-    with sink.wire() as wire:
-        where = until(lambda: find_coordinators(wire, [h.transactional_id for h in handoffs]),
-                      lambda w: len(set(w.values())) >= 2, timeout_s=60,
-                      what="transaction coordinators on several nodes")
-        assert len(set(where.values())) >= 2, f"coordinators on several nodes: {where}"
-        # Every fourth transaction's EndTxn goes to the next node: NOT_COORDINATOR there.
-        wrong = {h.transactional_id: where[h.transactional_id] % 3 + 1 for h in handoffs[::4]}
-        sent_to = {**where, **wrong}
-        txns = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch)) for h in handoffs]
-        assert spread.lanes_for([(sent_to[t], None) for t, _ in txns]) > 1
-        outcomes = end_txns(wire, sent_to, txns, commit=True)
-        for outcome in outcomes:
-            if outcome.transactional_id in wrong:
-                assert outcome.result is EndTxnResult.RETRY_ELSEWHERE, outcome
-                assert outcome.error is not None and outcome.error.code == 16  # NOT_COORDINATOR
-            else:
-                assert outcome.result is EndTxnResult.ENDED, outcome
-        report = finish(wire, handoffs, commit=True, coordinators=sent_to)
-        assert report.ok and len(report.done) == tasks
-    assert_once_on_kafka(sink, Counter(v for p in range(tasks) for v in vals(f"spread{p}", 3)))
-

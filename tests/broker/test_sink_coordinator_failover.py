@@ -120,10 +120,11 @@ def test_endtxns_spread_over_connections_and_every_node(kafka3, sink: Harness,
     """Issue 17 (first in the module: the fresh cluster's coordinators are spread; later
     cases' kills crowd them onto the nodes that stayed up): the driver's EndTxns go over
     several connections to each coordinator at once (one connection serves one request at a
-    time: 1,000 pipelined EndTxns were 1,000 replication waits in a row). Transactions whose coordinators are on several nodes
-    commit; EndTxns sent to a node that is not their coordinator answer NOT_COORDINATOR on
-    connections they share with other transactions' EndTxns, and only they are unknown: the
-    others are committed, and the committer looks the moved ones up again."""
+    time: 1,000 pipelined EndTxns were 1,000 replication waits in a row). Transactions
+    whose coordinators are on several nodes commit; EndTxns sent to a node that is not
+    their coordinator answer NOT_COORDINATOR on connections they share with other
+    transactions' EndTxns, and only they are unknown: the others are committed, and the
+    committer looks the moved ones up again."""
     monkeypatch.setattr(spread, "REQUESTS_PER_LANE", 3)  # lanes for 30 txns, not 1,000
     tasks = 30
     handoffs = [sink.task(p, vals(f"spread{p}", 3)) for p in range(tasks)]

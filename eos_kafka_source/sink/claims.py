@@ -43,7 +43,7 @@ def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
     token = _token(owner)
     if current is None:
         current = _legacy_claim(wire, prefix, topic)
-        held_by = f"eoskafka-claim.{prefix}"
+        held_by = _legacy_group(prefix)
         if current is None:
             commit_offset(wire, group, topic, 0, token, _metadata(owner, lineage, []))
             return
@@ -78,11 +78,15 @@ def claim_group(prefix: str) -> str:
     return f"{prefix}{CLAIM_SUFFIX}"
 
 
+def _legacy_group(prefix: str) -> str:
+    return f"eoskafka-claim.{prefix}"
+
+
 def _legacy_claim(wire: KafkaWire, prefix: str, topic: str) -> tuple[int, str | None] | None:
     """The claim under its name before 2026-11-25 (``eoskafka-claim.<prefix>``), if this
     principal may read it: a least-privilege one never could have written it."""
     try:
-        return fetch_offset(wire, f"eoskafka-claim.{prefix}", topic, 0)
+        return fetch_offset(wire, _legacy_group(prefix), topic, 0)
     except NotAuthorizedError:
         return None
 

@@ -206,8 +206,7 @@ def verify_txns(
     version = wire.version(AddPartitionsToTxnRequest)
     results: dict[str, KafkaProtocolError | None] = {}
     pending = list(txns)
-    deadline = time.monotonic() + (wire.config.api_timeout_s if deadline_s is None
-                                   else deadline_s)
+    deadline = Deadline.of(deadline_s, wire)
     while pending:
         calls = [(coordinator_of[tid], _add_partitions_request(version, tid, who, parts))
                  for tid, who, parts in pending]
@@ -218,7 +217,7 @@ def verify_txns(
         retry = []
         for (tid, who, parts), resp in zip(pending, responses, strict=True):
             code = _add_partitions_error(resp)
-            if code in RETRY_IN_PLACE and time.monotonic() < deadline:
+            if code in RETRY_IN_PLACE and not deadline.expired:
                 retry.append((tid, who, parts))
                 continue
             results[tid] = for_code(code)(

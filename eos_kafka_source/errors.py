@@ -241,6 +241,7 @@ for _code, _name, _retriable in [
     (74, "FENCED_LEADER_EPOCH", True),
     (75, "UNKNOWN_LEADER_EPOCH", True),
     (87, "INVALID_RECORD", False),
+    (88, "UNSTABLE_OFFSET_COMMIT", True),  # OffsetFetch require_stable, classic coordinator
     (89, "THROTTLING_QUOTA_EXCEEDED", True),
     (90, "PRODUCER_FENCED", False),
     (100, "UNKNOWN_TOPIC_ID", True),

@@ -34,7 +34,7 @@ FAILOVER = {
 
 def kafka_settings(nodes: int, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """``server.properties`` overrides for a test cluster of ``nodes`` nodes (``extra`` last)."""
-    return {**ALL_NODES, **(FAILOVER if nodes == 3 else {}), **(extra or {})}
+    return {**ALL_NODES, **(FAILOVER if nodes > 1 else {}), **(extra or {})}
 
 
 def kafka_for_tests(nodes: int = 1, extra: Mapping[str, str] | None = None,

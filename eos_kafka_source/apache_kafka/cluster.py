@@ -181,8 +181,8 @@ class KafkaCluster:
         workdir: str | None = None,
         ready_timeout_s: float = 90.0,
     ) -> None:
-        if nodes not in (1, 3):
-            raise ValueError("a KafkaCluster has 1 node or 3")
+        if nodes not in (1, 3, 5):
+            raise ValueError("a KafkaCluster has 1, 3 or 5 nodes (every node a controller)")
         self.version = resolve_version(version)
         self.broker_config = dict(broker_config or {})
         self.listeners = tuple(listeners)
@@ -223,7 +223,7 @@ class KafkaCluster:
 
     def _properties(self, node: _Node) -> dict[str, str]:
         replicas = len(self.nodes)
-        isr = 2 if replicas == 3 else 1
+        isr = 1 if replicas == 1 else 2
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
         names = ["PLAINTEXT", "CONTROLLER", *(s.name for s in self.listeners)]
         protocols = ["PLAINTEXT", "PLAINTEXT", *(s.protocol for s in self.listeners)]

@@ -7,6 +7,14 @@ streaming source with ``kafka.group.id`` commits each batch's end offsets to
 that group, so Kafka's tools (``kafka-consumer-groups --describe``) show lag.
 Both requests follow their group's coordinator when it moves or is still loading
 (NOT_COORDINATOR right after a broker starts, COORDINATOR_LOAD_IN_PROGRESS).
+
+Reads set ``require_stable``: Kafka 4's coordinator otherwise answers from its state at the
+offsets partition's high watermark, which a new leader holds back until its followers fetch,
+so a read just after the coordinator moved can return an older commit than the last one
+acknowledged (tests/broker/test_group_offsets_failover.py). With it, the read waits until
+every commit the coordinator holds is committed (the Java consumer sets it for
+read_committed). The classic coordinator (Kafka 3.9) reads its whole log either way, and
+answers UNSTABLE_OFFSET_COMMIT, retried, while a transactional commit is pending.
 """
 
 from __future__ import annotations
@@ -74,7 +82,7 @@ def fetch_offset(
         group_id=group,
         topics=[OffsetFetchRequest.OffsetFetchRequestTopic(name=topic,
                                                            partition_indexes=[partition])],
-        require_stable=False,
+        require_stable=True,  # read the last acknowledged commit (module docstring)
     )
 
     def send(node: int) -> tuple[int, str | None] | None:

@@ -11,7 +11,11 @@ fencing each other's transactions back and forth.
 
 Batch writes mark an aborted write per write id (``<prefix>.eoskafka-aborted.<write id>``):
 a late task of that write finds it and writes nothing; later writes with the same prefix
-are not affected.
+are not affected. A streaming query marks its aborted batch the same way, per query id
+(``<prefix>.eoskafka-aborted.<query id>``, the batch id in the metadata): a task of that
+batch that initialises its id after the abort's fencing would otherwise hold a transaction
+open until the query starts again or the transaction times out (a query stopped for good
+has neither). The next run clears the mark before its tasks replay the batch.
 
 Both groups start with the prefix, so one prefixed GROUP ACL on it covers them, as one
 prefixed TRANSACTIONAL_ID ACL covers the ids (invariant 11, docs/acls.md). Kafka
@@ -127,3 +131,33 @@ def mark_write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str) 
 
 def write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> bool:
     return fetch_offset(wire, _aborted_group(prefix, write_id), topic, 0) is not None
+
+
+def mark_batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str,
+                       batch_id: int) -> None:
+    """Record that streaming batch ``batch_id`` of query ``lineage`` was aborted.
+
+    Written before the driver fences the pool, as for batch writes: a task of the batch that
+    initialises its id after the fence finds the mark and aborts its own transaction. The
+    offset says which batch (``batch_id + 1``; 0 once cleared): Tansu drops the metadata.
+    """
+    commit_offset(wire, _aborted_group(prefix, lineage), topic, 0, batch_id + 1,
+                  json.dumps({"batch": batch_id}))
+
+
+def batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str,
+                  batch_id: int) -> bool:
+    """Whether the driver aborted streaming batch ``batch_id`` of query ``lineage``."""
+    found = fetch_offset(wire, _aborted_group(prefix, lineage), topic, 0)
+    return found is not None and found[0] == batch_id + 1
+
+
+def clear_batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str) -> None:
+    """A new run of query ``lineage`` replays its aborted batch: let its tasks write.
+
+    Called after the run's fencing at start, which ended every earlier task's transaction.
+    """
+    group = _aborted_group(prefix, lineage)
+    found = fetch_offset(wire, group, topic, 0)
+    if found is not None and found[0] > 0:
+        commit_offset(wire, group, topic, 0, 0, json.dumps({"cleared": found[0] - 1}))

@@ -29,7 +29,7 @@ from ..errors import (
 )
 from ..faults import fault_point
 from ..wire import KafkaWire
-from .claims import claim_prefix
+from .claims import claim_prefix, clear_batch_aborted
 from .committer import FinishReport, Liveness, finish, liveness
 from .decision_log import Decision, DecisionLog
 from .decision_states import UNFINISHED, Event, State, commit_event, transition
@@ -122,6 +122,9 @@ class DriverProtocol:
                 fault_point("prepare.before_fence")
                 fence_pool(wire, self._pool_owner(), pool, probe=True)
             timed.mark("fence")
+            if new_run and self.streaming and self.claim_topic and self.lineage:
+                clear_batch_aborted(wire, self.ids.prefix, self.claim_topic, self.lineage)
+            timed.mark("clear_abort_mark")
             self.decisions.mark_planned()
             timed.mark("mark_planned")
         timed.write(new_run=new_run)

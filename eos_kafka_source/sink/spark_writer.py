@@ -29,7 +29,7 @@ from ..errors import TransactionLostError
 from ..options import SinkOptions
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator, require_topics
 from . import columns
-from .claims import mark_write_aborted, write_aborted
+from .claims import batch_aborted, mark_batch_aborted, mark_write_aborted, write_aborted
 from .decision_log import DecisionLog
 from .driver import DriverProtocol
 from .handoff import TxnHandoff, handoffs_of
@@ -163,7 +163,7 @@ class _Writer:
             )
             writer.open()
             try:
-                self._refuse_if_aborted(wire)
+                self._refuse_if_aborted(wire, context)
                 writer.write_batches(iterator)
                 handoff = writer.handoff()
             except BaseException:
@@ -185,15 +185,24 @@ class _Writer:
             sum(h.bytes for h in report.done), report.seconds * 1000,
         )
 
-    def _refuse_if_aborted(self, wire: KafkaWire) -> None:
-        """Batch writes: a task starting after the driver aborted the write must not write.
+    def _refuse_if_aborted(self, wire: KafkaWire, context: dict[str, Any]) -> None:
+        """A task starting after the driver aborted its write or batch must not write.
 
-        (Streaming needs no such check: the next batch's planning fences late tasks.)
+        Checked after InitProducerId: the driver marks the abort before it fences, so a task
+        whose id was initialised after that fence finds the mark (claims.py).
         """
         if self.batch_write_topic is not None and write_aborted(
                 wire, self.prefix, self.batch_write_topic, self.lineage or ""):
             raise TransactionLostError(
                 f"the batch write {self.lineage} (transactional-id prefix {self.prefix!r}) "
+                "was already aborted by the driver; this late task wrote nothing"
+            )
+        batch, lineage = context.get("batch_id"), context.get("lineage")
+        if (self.streaming and self.exactly_once and self.sink.topic is not None
+                and batch is not None and lineage
+                and batch_aborted(wire, self.prefix, self.sink.topic, lineage, batch)):
+            raise TransactionLostError(
+                f"batch {batch} of query {lineage} (transactional-id prefix {self.prefix!r}) "
                 "was already aborted by the driver; this late task wrote nothing"
             )
 
@@ -204,10 +213,26 @@ class _Writer:
             with self._wire() as wire:
                 mark_write_aborted(wire, self.prefix, self.batch_write_topic,
                                    self.lineage or "")
+        elif self.streaming and self.sink.topic is not None and batch_id is not None:
+            self._mark_batch_aborted(messages, batch_id)
         handoffs = handoffs_of(messages)
         self._protocol().abort(batch_id, handoffs, tasks=len(messages))
         log.warning("eoskafka: batch %s aborted (%d hand-offs, %d tasks)",
                     batch_id, len(handoffs), len(messages))
+
+    def _mark_batch_aborted(self, messages: list[Any], batch_id: int) -> None:
+        """Best effort: the fencing that follows is what the guarantee rests on; the mark
+        only spares the output a late task's open transaction (claims.py)."""
+        lineage = self.lineage or next(
+            (h.lineage for h in handoffs_of(messages) if getattr(h, "lineage", None)), None)
+        if not lineage or self.sink.topic is None:
+            return
+        try:
+            with self._wire() as wire:
+                mark_batch_aborted(wire, self.prefix, self.sink.topic, lineage, batch_id)
+        except Exception:  # noqa: BLE001 - the abort goes on and fences
+            log.warning("eoskafka: could not mark batch %s aborted; a late task may hold a "
+                        "transaction open until the next start", batch_id, exc_info=True)
 
 
 #: How long a failing task waits for its in-flight Produce answers before aborting.

@@ -10,6 +10,7 @@ committed view comes from the marker-resolving oracle and Kafka's Java consumer.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from eos_kafka_source.errors import (
     TransactionLostError,
 )
 from eos_kafka_source.sink.fencing import fence
-from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter
+from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter, EosKafkaStreamWriter
 from tests.brokers import ON_TANSU
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
@@ -152,6 +153,57 @@ def test_a_failed_batch_write_does_not_poison_its_prefix(
     assert _committed(bootstrap, unique) == Counter(vals("rerun0", 10))
     with pytest.raises(TransactionLostError, match="already aborted"):
         failed.write(iter([_rows("late")]))  # the failed write's late task still refused
+    assert_no_open_transactions(bootstrap, unique)
+
+
+def _stream_writer(bootstrap: str, topic: str, checkpoint: Path) -> EosKafkaStreamWriter:
+    """The writer a streaming query's planning makes for a batch; a new process each run
+    (its in-process memory of fenced runs forgotten)."""
+    import eos_kafka_source.sink.spark_writer as sw
+
+    sw._PREPARED_IN_PROCESS.clear()
+    return EosKafkaStreamWriter({"kafka.bootstrap.servers": bootstrap, "topic": topic,
+                                 "checkpointLocation": str(checkpoint)}, SCHEMA)
+
+
+def _stream_task(writer: EosKafkaStreamWriter, task: int, batch: int, lineage: str,
+                 tag: str):  # noqa: ANN202
+    """``writer.write`` as task ``task`` of streaming batch ``batch``."""
+    import eos_kafka_source.sink.spark_writer as sw
+
+    real = sw._task_context
+    sw._task_context = lambda: {"task_partition": task, "attempt": 0, "task_attempt_id": -1,
+                                "batch_id": batch, "lineage": lineage}
+    try:
+        return writer.write(iter([_rows(tag)]))
+    finally:
+        sw._task_context = real
+
+
+def test_a_late_task_of_an_aborted_streaming_batch_leaves_nothing_open(
+        bootstrap: str, unique: str, tmp_path: Path) -> None:
+    """Issue 16, availability finding 1 (``kill`` at ``start``): a query stopped mid-batch.
+    Spark's abort fenced the id pool, then a task slowed by the dead broker initialised its id
+    and wrote: its transaction stayed open (every read_committed reader of the output stalled)
+    until the query started again or the transaction timed out, and a query stopped for good
+    does neither. Before the fix the late task wrote and left it open. Now the abort marks the
+    batch before fencing, the late task finds the mark after its InitProducerId and writes
+    nothing, and the next run clears the mark, so the batch's replay writes."""
+    create_topic(bootstrap, unique, partitions=2)
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    lineage = f"query-{unique}"
+    (checkpoint / "metadata").write_text(json.dumps({"id": lineage}) + "\n")
+    stopped = _stream_writer(bootstrap, unique, checkpoint)
+    first = _stream_task(stopped, 0, 0, lineage, "b0t0")
+    stopped.abort([first, None], 0)  # task 1 has not started when the query stops
+    with pytest.raises(TransactionLostError, match="already aborted"):
+        _stream_task(stopped, 1, 0, lineage, "late")
+    assert_no_open_transactions(bootstrap, unique)
+    restarted = _stream_writer(bootstrap, unique, checkpoint)  # the query starts again
+    replay = [_stream_task(restarted, p, 0, lineage, f"replay{p}") for p in range(2)]
+    restarted.commit(replay, 0)
+    assert _committed(bootstrap, unique) == Counter(vals("replay0", 10) + vals("replay1", 10))
     assert_no_open_transactions(bootstrap, unique)
 
 

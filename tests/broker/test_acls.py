@@ -84,7 +84,7 @@ class Need:
 
 #: docs/acls.md, as data: every ACL a role needs, nothing more (READ and WRITE imply DESCRIBE).
 NEEDS = [
-    Need("source-read", ("source", "group"), "TOPIC", ".in", "READ"),
+    Need("source-read", ("source", "group", "lag"), "TOPIC", ".in", "READ"),
     Need("group-read", ("group",), "GROUP", ".g", "READ"),
     Need("sink-write", ("sink", "batch", "alo"), "TOPIC", ".out", "WRITE"),
     Need("sink-read", ("sink", "txns", "audit"), "TOPIC", ".out", "READ"),
@@ -210,6 +210,14 @@ def role_txns(k: AclKafka, user: str, tmp: Path) -> Any:
     return _cli(k, user, "txns", "--topic", f"{user}.out")
 
 
+def role_lag(k: AclKafka, user: str, tmp: Path) -> Any:
+    """``eoskafka lag`` on a checkpoint whose offset log planned batch 0 of ``<user>.in``."""
+    offsets = tmp / "ckpt" / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / "0").write_text(f'v1\n{{"batchWatermarkMs":0}}\n{{"{user}.in":{{"0":5}}}}\n')
+    return _cli(k, user, "lag", "--checkpoint", str(tmp / "ckpt"))
+
+
 def role_audit(k: AclKafka, user: str, tmp: Path) -> Any:
     return _cli(k, user, "audit", "--topic", f"{user}.out", "--from-beginning")
 
@@ -232,7 +240,7 @@ class CliFailed(Exception):
 ROLES: dict[str, Callable[[AclKafka, str, Path], Any]] = {
     "source": role_source, "group": role_group, "sink": role_sink, "batch": role_batch,
     "alo": role_alo, "fence": role_fence,
-    "txns": role_txns, "audit": role_audit,
+    "txns": role_txns, "audit": role_audit, "lag": role_lag,
 }
 
 

@@ -14,22 +14,13 @@ import os
 import sys
 
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
 
-def main(argv: list[str]) -> int:
-    bootstrap, source, sink, checkpoint = argv[:4]
-    max_offsets = argv[4] if len(argv) > 4 else "0"
-    master = argv[5] if len(argv) > 5 else "local[2,3]"
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv
-    spark = (
-        SparkSession.builder.master(master)
-        .appName("eoskafka-pipeline-job")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.streaming.triggerAvailableNowWrapper.enabled", "true")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+def start_pipeline(spark: SparkSession, bootstrap: str, source: str, sink: str,
+                   checkpoint: str, max_offsets: str = "0",
+                   sink_options: dict[str, str] | None = None) -> StreamingQuery:
+    """The job's query, started in ``spark`` (the tests' own session restarts it there)."""
     reader = (
         spark.readStream.format("eoskafka")
         .option("kafka.bootstrap.servers", bootstrap)
@@ -46,10 +37,28 @@ def main(argv: list[str]) -> int:
         .option("topic", sink)
         .option("checkpointLocation", checkpoint)
     )
-    # More sink options (e.g. delivery.guarantee), as JSON, from the test.
-    for key, value in json.loads(os.environ.get("EOSKAFKA_TEST_SINK_OPTIONS", "{}")).items():
+    for key, value in (sink_options or {}).items():
         writer = writer.option(key, value)
-    query = writer.trigger(availableNow=True).start()
+    return writer.trigger(availableNow=True).start()
+
+
+def main(argv: list[str]) -> int:
+    bootstrap, source, sink, checkpoint = argv[:4]
+    max_offsets = argv[4] if len(argv) > 4 else "0"
+    master = argv[5] if len(argv) > 5 else "local[2,3]"
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("eoskafka-pipeline-job")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.streaming.triggerAvailableNowWrapper.enabled", "true")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    # More sink options (e.g. delivery.guarantee), as JSON, from the test.
+    options = json.loads(os.environ.get("EOSKAFKA_TEST_SINK_OPTIONS", "{}"))
+    query = start_pipeline(spark, bootstrap, source, sink, checkpoint, max_offsets, options)
     # The test's subprocess.run(timeout=600) would kill us silently: end first, and say so.
     if not query.awaitTermination(480):
         print("pipeline_job: the query did not end within 480 s", file=sys.stderr, flush=True)

@@ -21,7 +21,16 @@ __all__ = ["__version__", "register"]
 
 
 def register(spark: Any) -> None:
-    """Register the ``eoskafka`` data source with ``spark`` (a SparkSession)."""
+    """Register the ``eoskafka`` data source with ``spark`` (a SparkSession).
+
+    Calling it again (a notebook cell run twice) is harmless: pyspark 4.0 refuses a second
+    registration of the name, or one beside the installed package's own
+    (``pyspark_eoskafka``), with DATA_SOURCE_ALREADY_EXISTS; the source is there either way.
+    """
     from .datasource import EosKafkaDataSource
 
-    spark.dataSource.register(EosKafkaDataSource)
+    try:
+        spark.dataSource.register(EosKafkaDataSource)
+    except Exception as exc:  # noqa: BLE001 - pyspark's AnalysisException, kept lazy
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(exc):
+            raise

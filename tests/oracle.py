@@ -319,15 +319,16 @@ def _settled_view(bootstrap: str, topic: str, timeout_s: float = 30.0) -> dict[i
         time.sleep(0.1)
 
 
-def assert_no_open_transactions(bootstrap: str, topic: str) -> None:
-    """Every partition: no producer with records but no marker, and LSO == high watermark.
+def assert_no_open_transactions(bootstrap: str, topic: str, settle_s: float = 30.0) -> None:
+    """Every partition: no producer with records but no marker, and LSO == high watermark
+    (once the markers of ended transactions have landed, for at most ``settle_s``).
 
     Both are plain assertions. The one exception: on Tansu, a partition whose raw log
     shows exactly the pinned stuck-LSO state (:func:`tansu_stuck_lso`) marks the test
     xfail with :data:`TANSU_STUCK_LSO` (if every lagging partition is in it); call this
     last in a test.
     """
-    view = _settled_view(bootstrap, topic)
+    view = _settled_view(bootstrap, topic, settle_s)
     open_problems = []
     for partition, pv in sorted(view.items()):
         if pv.open_producers:

@@ -42,6 +42,11 @@ PAUSE_AFTER_KILL_S = 2.5
 def kafka5() -> Iterator[KafkaCluster]:
     with kafka_for_tests(5) as cluster:
         yield cluster
+        # SIGKILL, no controlled shutdown: with the test's node dead, the last ones stopping
+        # lose the quorum and each waited out its 60 s grace (120 s a run in CI).
+        for node in cluster.nodes:
+            if node.running:
+                cluster.stop_node(node.node_id, kill=True)
 
 
 def _java_hash(text: str) -> int:

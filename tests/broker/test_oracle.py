@@ -73,8 +73,8 @@ def test_open_transaction_is_open_until_aborted(bootstrap: str, unique: str) -> 
         assert pv.committed_values == [b"done"] and pv.aborted == []
         assert pv.last_stable == meta[0].offset < pv.high_watermark
         expected = rf"{unique}-1: open producers \[{w.producer_id}\]"
-        with pytest.raises(AssertionError, match=expected):
-            assert_no_open_transactions(bootstrap, unique)
+        with pytest.raises(AssertionError, match=expected):  # no marker is coming: no wait
+            assert_no_open_transactions(bootstrap, unique, settle_s=0)
         w.abort_open()
         assert_no_open_transactions(bootstrap, unique)
         pv = committed_view(bootstrap, unique)[1]

@@ -17,7 +17,7 @@ import pytest
 from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import TxnWriter, create_topic
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
-from tests.spark.test_sink_recovery import _run
+from tests.spark.test_sink_recovery import _restart
 
 pytestmark = [pytest.mark.spark]
 
@@ -29,7 +29,7 @@ def _committed(bootstrap: str, topic: str) -> Counter[bytes]:
 
 
 def test_reset_checkpoint_with_a_kept_decision_log_writes_everything_again(
-        bootstrap: str, unique: str, tmp_path: Path) -> None:
+        spark, bootstrap: str, unique: str, tmp_path: Path) -> None:  # noqa: ANN001
     """Measured before the fix: the new query's batches met the old query's done decisions
     for the same batch ids, were aborted as replays, and Spark reported success: 120 of
     240 rows never appeared."""
@@ -41,11 +41,11 @@ def test_reset_checkpoint_with_a_kept_decision_log_writes_everything_again(
             feed.committed(src, [f"r{p}-{i}".encode() for i in range(60)], partition=p)
     options = {"decisionLogLocation": str(tmp_path / "decisions")}
     ckpt = tmp_path / "ckpt"
-    assert _run(bootstrap, src, out, ckpt, sink_options=options) == 0
+    _restart(spark, bootstrap, src, out, ckpt, options)
     once = _committed(bootstrap, out)
     assert sum(once.values()) == 120
     shutil.rmtree(ckpt)  # the operator resets the query: same options, same paths
-    assert _run(bootstrap, src, out, ckpt, sink_options=options) == 0
+    _restart(spark, bootstrap, src, out, ckpt, options)  # a new query id: a new query
     assert _committed(bootstrap, out) == once + once  # the new query reprocessed it all
     assert_java_agrees(bootstrap, out)
     assert_no_open_transactions(bootstrap, out)

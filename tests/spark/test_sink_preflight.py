@@ -98,3 +98,15 @@ def test_stream_write_to_a_missing_topic_fails_before_any_batch(
     assert "EOSKAFKA_TOPIC_NOT_FOUND" in text and unique in text
     assert not query.recentProgress, "a micro-batch ran before the check failed"
 
+
+
+@pytest.mark.smoke
+def test_register_twice_is_harmless(spark) -> None:  # noqa: ANN001
+    """A notebook cell run twice: pyspark 4.0 refused the second registration with
+    DATA_SOURCE_ALREADY_EXISTS (found by CI's smoke set on 4.0 through the README snippet)."""
+    import eos_kafka_source
+
+    eos_kafka_source.register(spark)
+    eos_kafka_source.register(spark)
+    assert spark.read.format("eoskafka").option("kafka.bootstrap.servers", "unused:1") \
+        .option("subscribe", "t").load().columns[:2] == ["key", "value"]

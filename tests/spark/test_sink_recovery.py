@@ -46,11 +46,12 @@ def _committed(bootstrap: str, topic: str) -> Counter[bytes]:
                    for v in pv.committed_values)
 
 
-def _restart(spark, bootstrap: str, src: str, out: str, ckpt: Path) -> None:  # noqa: ANN001
-    """The job again from its checkpoint, in this process's session; it must end cleanly."""
+def _restart(spark, bootstrap: str, src: str, out: str, ckpt: Path,  # noqa: ANN001
+             sink_options: dict[str, str] | None = None) -> None:
+    """The job (again) from its checkpoint, in this process's session; it must end cleanly."""
     from tests.spark.pipeline_job import start_pipeline
 
-    query = start_pipeline(spark, bootstrap, src, out, str(ckpt), "150")
+    query = start_pipeline(spark, bootstrap, src, out, str(ckpt), "150", sink_options)
     assert query.awaitTermination(480), "the restarted query did not end within 480 s"
     assert query.exception() is None
 

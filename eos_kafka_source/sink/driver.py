@@ -118,11 +118,16 @@ class DriverProtocol:
                     completed.append(self._view(decision.lineage).get(decision.batch_id))
             timed.mark("roll_forward")
             pool = self.decisions.pool()
-            if new_run or pool.size == 0 or not pool.clean:
+            fenced = new_run or pool.size == 0 or not pool.clean
+            if fenced:
                 fault_point("prepare.before_fence")
                 fence_pool(wire, self._pool_owner(), pool, probe=True)
             timed.mark("fence")
-            if new_run and self.streaming and self.claim_topic and self.lineage:
+            if fenced and self.streaming and self.claim_topic and self.lineage:
+                # An abort left the pool unclean: this is the restart, its fencing has ended
+                # every earlier task's transaction, and its replay of the batch must write.
+                # (Not only on a new run: a query restarted in the same session reuses the
+                # planning worker, which then takes it for the same run.)
                 clear_batch_aborted(wire, self.ids.prefix, self.claim_topic, self.lineage)
             timed.mark("clear_abort_mark")
             self.decisions.mark_planned()

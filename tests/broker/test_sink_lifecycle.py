@@ -156,12 +156,14 @@ def test_a_failed_batch_write_does_not_poison_its_prefix(
     assert_no_open_transactions(bootstrap, unique)
 
 
-def _stream_writer(bootstrap: str, topic: str, checkpoint: Path) -> EosKafkaStreamWriter:
-    """The writer a streaming query's planning makes for a batch; a new process each run
-    (its in-process memory of fenced runs forgotten)."""
+def _stream_writer(bootstrap: str, topic: str, checkpoint: Path,
+                   new_process: bool = True) -> EosKafkaStreamWriter:
+    """The writer a streaming query's planning makes for a batch, in a new planning worker
+    (its memory of fenced runs empty) or in the one Spark reused (the same session)."""
     import eos_kafka_source.sink.spark_writer as sw
 
-    sw._PREPARED_IN_PROCESS.clear()
+    if new_process:
+        sw._PREPARED_IN_PROCESS.clear()
     return EosKafkaStreamWriter({"kafka.bootstrap.servers": bootstrap, "topic": topic,
                                  "checkpointLocation": str(checkpoint)}, SCHEMA)
 
@@ -180,15 +182,19 @@ def _stream_task(writer: EosKafkaStreamWriter, task: int, batch: int, lineage: s
         sw._task_context = real
 
 
+@pytest.mark.parametrize("restart", ["new-process", "same-session"])
 def test_a_late_task_of_an_aborted_streaming_batch_leaves_nothing_open(
-        bootstrap: str, unique: str, tmp_path: Path) -> None:
+        bootstrap: str, unique: str, tmp_path: Path, restart: str) -> None:
     """Issue 16, availability finding 1 (``kill`` at ``start``): a query stopped mid-batch.
     Spark's abort fenced the id pool, then a task slowed by the dead broker initialised its id
     and wrote: its transaction stayed open (every read_committed reader of the output stalled)
     until the query started again or the transaction timed out, and a query stopped for good
     does neither. Before the fix the late task wrote and left it open. Now the abort marks the
     batch before fencing, the late task finds the mark after its InitProducerId and writes
-    nothing, and the next run clears the mark, so the batch's replay writes."""
+    nothing, and the next run clears the mark, so the batch's replay writes. Restarted in
+    the same SparkSession (a reused planning worker), the first version kept the mark and
+    every replay task failed (the availability harness's ``kill`` at ``fencing``: 35
+    failures in 6 min)."""
     create_topic(bootstrap, unique, partitions=2)
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()
@@ -200,7 +206,8 @@ def test_a_late_task_of_an_aborted_streaming_batch_leaves_nothing_open(
     with pytest.raises(TransactionLostError, match="already aborted"):
         _stream_task(stopped, 1, 0, lineage, "late")
     assert_no_open_transactions(bootstrap, unique)
-    restarted = _stream_writer(bootstrap, unique, checkpoint)  # the query starts again
+    restarted = _stream_writer(bootstrap, unique, checkpoint,  # the query starts again
+                               new_process=restart == "new-process")
     replay = [_stream_task(restarted, p, 0, lineage, f"replay{p}") for p in range(2)]
     restarted.commit(replay, 0)
     assert _committed(bootstrap, unique) == Counter(vals("replay0", 10) + vals("replay1", 10))

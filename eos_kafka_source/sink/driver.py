@@ -414,6 +414,10 @@ class DriverProtocol:
             if self.decisions is not None:
                 pool = self.decisions.pool()
                 pool.size = max(pool.size, tasks)
+                # Not clean first: if the fencing below fails, the restart still fences the
+                # pool and clears the batch's abort mark (prepare).
+                pool.clean = False
+                self.decisions.save_pool(pool)
                 # Failed or stopped tasks (None messages) may hold open transactions; every
                 # decision is finished by now, so no id holds one waiting to commit.
                 fence_pool(wire, self._pool_owner(), pool, probe=False)

@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..errors import DataLossError, KafkaProtocolError, TopicNotFoundError
+from ..errors import ConnectionDroppedError, DataLossError, KafkaProtocolError, TopicNotFoundError
 from ..faults import fault_point
 from ..records import BatchHeader, ColumnBuilder
 from ..records.decode import arrow_schema
 from ..visibility import visible_batches
 from ..wire import KafkaWire, LogCursor, fetch_bounds, fetch_metadata, leader_of
+from ..wire.retry import Deadline
 
 if TYPE_CHECKING:
     from .partitions import KafkaInputPartition
@@ -80,17 +81,37 @@ def read_partition(
     wire = KafkaWire(part.client)
     tp = (part.topic, part.partition)
     position = part.start
+    leader: int | None = None
+    lost: Deadline | None = None  # since the leader was lost: kafka.default.api.timeout.ms
+    attempt = 0
     try:
-        leader = leader_of(fetch_metadata(wire, [part.topic]), tp)
-        fault_point("read.after_leader", task=part.partition)  # the leader may die here
         while position < part.end:
             try:
+                if leader is None:
+                    leader = leader_of(fetch_metadata(wire, [part.topic]), tp)
+                    if lost is None:
+                        fault_point("read.after_leader", task=part.partition)  # it may die
                 for header, view in _visible(wire, leader, part, position):
                     builder.add_batch(header, view, position, part.end)
                     position = max(position, header.last_offset + 1)
                     if len(builder) >= BATCH_ROWS:
                         yield builder.to_arrow()
                 break
+            except (ConnectionDroppedError, KafkaProtocolError) as exc:
+                # The leader died or moved (a broker restart, a reassignment): look it up
+                # again and go on from ``position`` until the deadline, as Kafka's consumer
+                # does; Spark's task retries alone came faster than a dead node is fenced.
+                if isinstance(exc, KafkaProtocolError) and exc.code not in _LEADER_MOVED:
+                    raise
+                lost = lost or Deadline.of(None, wire)
+                if lost.expired:
+                    raise
+                log.warning("eoskafka source: %s-%d: %s; looking for its leader again at "
+                            "offset %d", part.topic, part.partition, exc, position)
+                lost.backoff(attempt)
+                attempt += 1
+                wire.close()
+                wire, leader = KafkaWire(part.client), None
             except DataLossError:
                 if part.fail_on_data_loss:
                     raise
@@ -117,6 +138,10 @@ def read_partition(
         wire.close()
     if len(builder):
         yield builder.to_arrow()
+
+
+#: LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH.
+_LEADER_MOVED = frozenset({5, 6, 74, 75})
 
 
 def _partition_exists(wire: KafkaWire, tp: tuple[str, int]) -> bool:

@@ -12,10 +12,11 @@ fencing each other's transactions back and forth.
 Batch writes mark an aborted write per write id (``<prefix>.eoskafka-aborted.<write id>``):
 a late task of that write finds it and writes nothing; later writes with the same prefix
 are not affected. A streaming query marks its aborted batch the same way, per query id
-(``<prefix>.eoskafka-aborted.<query id>``, the batch id in the metadata): a task of that
+(``<prefix>.eoskafka-aborted.<query id>``, the batch id + 1 as the offset): a task of that
 batch that initialises its id after the abort's fencing would otherwise hold a transaction
 open until the query starts again or the transaction times out (a query stopped for good
-has neither). The next run clears the mark before its tasks replay the batch.
+has neither). The restart clears the mark after its fencing, before its tasks replay
+the batch.
 
 Both groups start with the prefix, so one prefixed GROUP ACL on it covers them, as one
 prefixed TRANSACTIONAL_ID ACL covers the ids (invariant 11, docs/acls.md). Kafka

@@ -213,7 +213,7 @@ class _Writer:
             with self._wire() as wire:
                 mark_write_aborted(wire, self.prefix, self.batch_write_topic,
                                    self.lineage or "")
-        elif self.streaming and self.sink.topic is not None and batch_id is not None:
+        elif self.streaming and batch_id is not None:
             self._mark_batch_aborted(messages, batch_id)
         handoffs = handoffs_of(messages)
         self._protocol().abort(batch_id, handoffs, tasks=len(messages))
@@ -223,13 +223,14 @@ class _Writer:
     def _mark_batch_aborted(self, messages: list[Any], batch_id: int) -> None:
         """Best effort: the fencing that follows is what the guarantee rests on; the mark
         only spares the output a late task's open transaction (claims.py)."""
-        lineage = self.lineage or next(
-            (h.lineage for h in handoffs_of(messages) if getattr(h, "lineage", None)), None)
-        if not lineage or self.sink.topic is None:
+        topic = self.sink.topic
+        lineage = self.lineage or next((h.lineage for h in handoffs_of(messages) if h.lineage),
+                                       None)
+        if not lineage or topic is None:
             return
         try:
             with self._wire() as wire:
-                mark_batch_aborted(wire, self.prefix, self.sink.topic, lineage, batch_id)
+                mark_batch_aborted(wire, self.prefix, topic, lineage, batch_id)
         except Exception:  # noqa: BLE001 - the abort goes on and fences
             log.warning("eoskafka: could not mark batch %s aborted; a late task may hold a "
                         "transaction open until the next start", batch_id, exc_info=True)

@@ -31,7 +31,7 @@ from ..records import BatchHeader, ColumnBuilder
 from ..records.decode import arrow_schema
 from ..visibility import visible_batches
 from ..wire import KafkaWire, LogCursor, fetch_bounds, fetch_metadata, leader_of
-from ..wire.retry import Deadline
+from ..wire.retry import LEADER_MOVED, Deadline
 
 if TYPE_CHECKING:
     from .partitions import KafkaInputPartition
@@ -101,7 +101,7 @@ def read_partition(
                 # The leader died or moved (a broker restart, a reassignment): look it up
                 # again and go on from ``position`` until the deadline, as Kafka's consumer
                 # does; Spark's task retries alone came faster than a dead node is fenced.
-                if isinstance(exc, KafkaProtocolError) and exc.code not in _LEADER_MOVED:
+                if isinstance(exc, KafkaProtocolError) and exc.code not in LEADER_MOVED:
                     raise
                 lost = lost or Deadline.of(None, wire)
                 if lost.expired:
@@ -138,10 +138,6 @@ def read_partition(
         wire.close()
     if len(builder):
         yield builder.to_arrow()
-
-
-#: LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH.
-_LEADER_MOVED = frozenset({5, 6, 74, 75})
 
 
 def _partition_exists(wire: KafkaWire, tp: tuple[str, int]) -> bool:

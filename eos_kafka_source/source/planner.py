@@ -65,6 +65,7 @@ from ..wire import (
     matching_topics,
     require_topics,
 )
+from ..wire.retry import LEADER_MOVED
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:
                 # A leader that moved, or a partition just created whose leader the broker
                 # we asked does not know yet (Kafka: NOT_LEADER_OR_FOLLOWER right after
                 # CreatePartitions): ask for metadata again, as Kafka's consumer does.
-                if exc.code not in _LEADER_MOVED or time.monotonic() + pause > deadline:
+                if exc.code not in LEADER_MOVED or time.monotonic() + pause > deadline:
                     raise
                 self.close()
                 log.info("eoskafka source: %s; asking for leaders again in %.1f s", exc, pause)
@@ -122,8 +123,6 @@ def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:
     return wrapper
 
 
-#: LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH.
-_LEADER_MOVED = frozenset({5, 6, 74, 75})
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,9 @@ T = TypeVar("T")
 
 #: Codes that mean "ask FindCoordinator again" (LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR).
 COORDINATOR_MOVED = frozenset({14, 15, 16})
+#: Codes that mean "ask Metadata for the partition's leader again" (LEADER_NOT_AVAILABLE,
+#: NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH): planning and reading.
+LEADER_MOVED = frozenset({5, 6, 74, 75})
 #: A dropped connection or an unanswered request: the node may be gone; look it up again.
 LOST_NODE = (ConnectionDroppedError, TimeoutError_)
 TRANSACTION, GROUP = 1, 0  # FindCoordinator key types

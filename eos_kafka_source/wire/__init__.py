@@ -32,8 +32,8 @@ from .txn import (
     init_producer_ids,
     produce_errors,
     produce_request,
-    verify_txns,
 )
+from .txn_check import verify_txns
 
 __all__ = [
     "TXN_PROTOCOL", "Bounds", "Chunk", "EndTxnOutcome", "KafkaWire", "LogCursor",

@@ -61,6 +61,7 @@ VERSION_CAPS: dict[str, int] = {
     "OffsetFetchRequest": 7,  # v8+ batches groups; one group is all we need
     "DeleteRecordsRequest": 2,
     "DescribeConfigsRequest": 4,
+    "DescribeTransactionsRequest": 0,
 }
 
 #: Texts of TLS handshake failures that retrying cannot fix.

@@ -30,7 +30,7 @@ from .spread import LaneError, lane_errors, request_spread
 TXN_PROTOCOL = 1
 _INVALID_TRANSACTION_TIMEOUT = 50
 _CLUSTER_AUTHORIZATION_FAILED = 31
-_RETRY_CODES_BACKOFF_S = 0.05
+RETRY_CODES_BACKOFF_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -144,11 +144,11 @@ def add_partitions_to_txn(
     that answered, for the next call.
     """
     version = wire.version(AddPartitionsToTxnRequest)
-    request = _add_partitions_request(version, transactional_id, producer, partitions)
+    request = add_partitions_request(version, transactional_id, producer, partitions)
 
     def send(node: int) -> None:
         resp = wire.request(node, request, f"AddPartitionsToTxn {transactional_id}")
-        code = _add_partitions_error(resp)
+        code = add_partitions_error(resp)
         if code:
             raise for_code(code)(f"AddPartitionsToTxn {transactional_id} {sorted(partitions)}")
 
@@ -156,7 +156,7 @@ def add_partitions_to_txn(
                             node=coordinator)[1]
 
 
-def _add_partitions_request(
+def add_partitions_request(
     version: int, transactional_id: str, producer: ProducerIdentity,
     partitions: Sequence[TopicPartition],
 ) -> AddPartitionsToTxnRequest:
@@ -174,7 +174,7 @@ def _add_partitions_request(
     )
 
 
-def _add_partitions_error(response: object) -> int:
+def add_partitions_error(response: object) -> int:
     """The response's error code, 0 if none; a real error before CONCURRENT_TRANSACTIONS."""
     codes = {
         r.partition_error_code
@@ -182,53 +182,6 @@ def _add_partitions_error(response: object) -> int:
         for r in topic.results_by_partition
     } - {0}
     return max(codes, key=lambda c: (c != 51, c)) if codes else 0
-
-
-def verify_txns(
-    wire: KafkaWire,
-    coordinator_of: Mapping[str, int],
-    txns: Sequence[tuple[str, ProducerIdentity, Sequence[TopicPartition]]],
-    *,
-    deadline_s: float | None = None,
-) -> list[KafkaProtocolError | None]:
-    """Whether each open transaction is still live and ours; None when it is. Spread over
-    connections like :func:`end_txns`.
-
-    Sends AddPartitionsToTxn again with the partitions the transaction already holds: a
-    no-op for a live transaction (Kafka and Tansu answer 0 and change nothing), and
-    PRODUCER_FENCED / INVALID_PRODUCER_EPOCH once its id was re-initialised (a zombie's or a
-    retry's InitProducerId aborted it) or, on Kafka, it timed out. Only use it before a
-    decision: on a transaction already committed it would begin a new one.
-    CONCURRENT_TRANSACTIONS and COORDINATOR_LOAD_IN_PROGRESS are retried here; the answers
-    of a coordinator that moved (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) are returned
-    for the caller to look the coordinator up again. A dropped connection raises.
-    """
-    version = wire.version(AddPartitionsToTxnRequest)
-    results: dict[str, KafkaProtocolError | None] = {}
-    pending = list(txns)
-    deadline = Deadline.of(deadline_s, wire)
-    while pending:
-        calls = [(coordinator_of[tid], _add_partitions_request(version, tid, who, parts))
-                 for tid, who, parts in pending]
-        responses = request_spread(wire, calls, f"AddPartitionsToTxn (check {len(calls)} txns)")
-        lost = next((e for e in lane_errors(responses) if e is not None), None)
-        if lost is not None:
-            raise lost
-        retry = []
-        for (tid, who, parts), resp in zip(pending, responses, strict=True):
-            code = _add_partitions_error(resp)
-            if code in RETRY_IN_PLACE and not deadline.expired:
-                retry.append((tid, who, parts))
-                continue
-            results[tid] = for_code(code)(
-                f"transaction {tid} (producer {who.producer_id} epoch {who.epoch}) is no "
-                "longer live" if code not in COORDINATOR_MOVED else
-                f"AddPartitionsToTxn check of {tid} (producer {who.producer_id} epoch "
-                f"{who.epoch})") if code else None
-        if retry:
-            time.sleep(_RETRY_CODES_BACKOFF_S)
-        pending = retry
-    return [results[tid] for tid, _, _ in txns]
 
 
 def produce_request(
@@ -388,7 +341,7 @@ def end_txns(
                     f"EndTxn {verb} {tid} (producer {who.producer_id} epoch {who.epoch})"),
                     coordinator_of[tid])
         if retry:
-            time.sleep(_RETRY_CODES_BACKOFF_S)
+            time.sleep(RETRY_CODES_BACKOFF_S)
         pending = retry
     return [outcomes[tid] for tid, _ in txns]
 

@@ -23,6 +23,7 @@ from eos_kafka_source.errors import (
     TimeoutError_,
     TopicNotFoundError,
 )
+from eos_kafka_source.wire import txn_check
 from tests.brokers import BROKER_KIND, on_tansu_xfail
 from tests.kafka_helpers import TxnWriter, create_topic, wire_for, write_plain
 from tests.oracle import committed_view
@@ -393,6 +394,42 @@ def test_epoch_arithmetic_of_a_committed_id(
     assert again == kwire.ProducerIdentity(first.producer_id, first.epoch + 1)
     (stale,) = kwire.end_txns(wire, {tid: coordinator}, [(tid, first)], commit=False)
     assert not stale.ok
+
+
+@pytest.mark.parametrize("asked_with", ["DescribeTransactions", "AddPartitionsToTxn"])
+def test_verify_txns_tells_a_live_transaction_from_a_fenced_one(
+    wire: kwire.KafkaWire, bootstrap: str, unique: str, asked_with: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The driver's check before its decision, both ways of asking: DescribeTransactions
+    (Kafka; read-only, one request per coordinator) and AddPartitionsToTxn re-adding what
+    the transaction holds (the fallback where DescribeTransactions is missing)."""
+    describes = txn_check._describe_version(wire) is not None
+    if asked_with == "AddPartitionsToTxn":
+        monkeypatch.setattr(txn_check, "_describe_version", lambda _wire: None)
+    elif not describes:
+        pytest.xfail(f"{BROKER_KIND} does not answer DescribeTransactions (the fallback is used)")
+    create_topic(bootstrap, unique)
+    live_id, fenced_id = f"{unique}-live", f"{unique}-fenced"
+    with TxnWriter(bootstrap, live_id) as live, \
+            TxnWriter(bootstrap, fenced_id, end_timeout_ms=2000) as fenced:
+        live.begin_open(unique, [b"a"], partition=0)
+        fenced.begin_open(unique, [b"b"], partition=0)
+        handed = {w.transactional_id: kwire.ProducerIdentity(w.producer_id, w.producer_epoch)
+                  for w in (live, fenced)}
+        coordinators = kwire.find_coordinators(wire, [live_id, fenced_id])
+        kwire.init_producer_ids(wire, coordinators, [fenced_id], 60000)  # a retry's init
+        fenced.forget_open()  # that InitProducerId aborted it
+        checks = [(tid, handed[tid], [(unique, 0)]) for tid in (live_id, fenced_id)]
+        ok, dead = kwire.verify_txns(wire, coordinators, checks)
+        assert ok is None
+        assert dead is not None and dead.code in (47, 90) and fenced_id in str(dead)
+        live.commit_open()
+        if asked_with == "DescribeTransactions":  # read-only: a committed one is not live
+            (done,) = kwire.verify_txns(wire, coordinators, checks[:1])
+            assert done is not None and "no longer live" in str(done)
+    view = committed_view(bootstrap, unique)[0]
+    assert (view.committed_values, view.aborted_values) == ([b"a"], [b"b"])
 
 
 def test_end_txn_commits_another_producers_transaction(

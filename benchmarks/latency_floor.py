@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         spark.dataSource.register(FloorSource)
         rate = (spark.readStream.format("rate").option("rowsPerSecond", args.rate)
                 .option("numPartitions", PARTITIONS).load()
-                .selectExpr("CAST(NULL AS BINARY) AS key", "CAST(repeat(CAST(value AS STRING), 1) AS BINARY) AS value"))
+                .selectExpr("CAST(NULL AS BINARY) AS key",
+                            "CAST(lpad(CAST(value AS STRING), 100, 'x') AS BINARY) AS value"))
         python = (spark.readStream.format("eoskafka_floor").option("rate", args.rate).load())
         results = [run(spark, "JVM floor: rate -> noop", rate, "noop", scratch, args.seconds),
                    run(spark, "Python floor: Python source -> Python sink", python,

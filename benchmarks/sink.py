@@ -16,6 +16,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pyarrow as pa
@@ -29,6 +30,7 @@ from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.naming import TransactionalIdFactory
 from eos_kafka_source.sink.task_writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
+from eos_kafka_source.wire.kept import kept_wire
 
 from .common import (
     Row,
@@ -66,13 +68,17 @@ class EosSink:
         self.timeout_ms = timeout_ms
         self.ids = TransactionalIdFactory(unique(name))
         self.dir = tempfile.mkdtemp(prefix="eoskafka-bench-")
-        self.driver = DriverProtocol(self.ids, DecisionLog(self.dir), self.wire, owner=self.dir,
-                                     transaction_timeout_ms=timeout_ms)
+        self.driver = DriverProtocol(self.ids, DecisionLog(self.dir), self.driver_wire,
+                                     owner=self.dir, transaction_timeout_ms=timeout_ms)
         self.driver.prepare(new_run=True)  # the planning worker, once per query run
         self.batch_id = 0
 
     def wire(self) -> KafkaWire:
         return KafkaWire(self.cfg)
+
+    def driver_wire(self) -> AbstractContextManager[KafkaWire]:
+        """What the sink's driver hooks use: connections kept between batches."""
+        return kept_wire(self.cfg)
 
     def task(self, wire: KafkaWire, topic: str, partition: int,
              batches: Iterable[pa.RecordBatch]) -> TxnHandoff:

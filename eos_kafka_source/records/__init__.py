@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from eos_kafka_source.records.encode import encode_batch, encode_control_batch
 
 #: Imported on first use: the codec (aiokafka's extension, pyarrow.compute) is not needed by
-#: the driver's planning and commit workers, new Python processes every micro-batch, which
+#: the driver's planning and commit workers (each new worker imports it again), which
 #: only walk batch headers (PEP 562).
 _LAZY = {"ColumnBuilder": "decode", "encode_batch": "encode", "encode_control_batch": "encode"}
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from ..errors import (
     DecisionLogConflictError,
@@ -64,7 +65,7 @@ class DriverProtocol:
         self,
         ids: TransactionalIdFactory,
         decisions: DecisionLog | None,
-        wire_factory: Callable[[], KafkaWire],
+        wire_factory: Callable[[], AbstractContextManager[KafkaWire]],
         *,
         owner: str,
         transaction_timeout_ms: int,

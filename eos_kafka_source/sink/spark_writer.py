@@ -19,6 +19,7 @@ import logging
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -28,6 +29,7 @@ from pyspark.sql.types import StructType
 from ..errors import TransactionLostError
 from ..options import SinkOptions
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator, require_topics
+from ..wire.kept import kept_wire
 from . import columns
 from .claims import batch_aborted, mark_batch_aborted, mark_write_aborted, write_aborted
 from .decision_log import DecisionLog
@@ -103,8 +105,9 @@ class _Writer:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _wire(self) -> KafkaWire:
-        return KafkaWire(self.sink.client)
+    def _wire(self) -> AbstractContextManager[KafkaWire]:
+        """Driver hooks and tasks keep their connections between micro-batches (kept.py)."""
+        return kept_wire(self.sink.client)
 
     def _protocol(self) -> DriverProtocol:
         location = self.sink.checkpoint_location
@@ -143,7 +146,7 @@ class _Writer:
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> TxnHandoff:
         # Imported here, on the executor: with its codec (pyarrow.compute, which pulls in
         # pandas, and aiokafka) it is half of the sink's import time, which the driver's
-        # planning and commit workers (new Python processes every micro-batch) do not need.
+        # planning and commit workers (each new worker imports it again) do not need.
         from .task_writer import TaskWriter
 
         context = _task_context()

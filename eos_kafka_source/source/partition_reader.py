@@ -30,7 +30,7 @@ from ..faults import fault_point
 from ..records import BatchHeader, ColumnBuilder
 from ..records.decode import arrow_schema
 from ..visibility import visible_batches
-from ..wire import KafkaWire, LogCursor, fetch_bounds, fetch_metadata, leader_of
+from ..wire import KafkaWire, LogCursor, fetch_bounds, fetch_metadata, kept, leader_of
 from ..wire.retry import LEADER_MOVED, Deadline
 
 if TYPE_CHECKING:
@@ -78,7 +78,8 @@ def read_partition(
     if part.end <= part.start:
         return
     builder = ColumnBuilder(part.topic, part.partition, part.include_headers, schema)
-    wire = KafkaWire(part.client)
+    wire = kept.take(part.client)  # the worker's last task's connections, if it had any
+    clean = False  # a wire is given back only when nothing is left unanswered on it
     tp = (part.topic, part.partition)
     position = part.start
     leader: int | None = None
@@ -124,6 +125,7 @@ def read_partition(
                     min(log_start, part.end) - 1,
                 )
                 position = log_start
+        clean = True
     except (TopicNotFoundError, KafkaProtocolError) as exc:
         if _partition_exists(wire, tp):
             raise
@@ -135,7 +137,10 @@ def read_partition(
                 "skip a deleted topic's remaining offsets") from exc
         log.warning("%s (failOnDataLoss=false: skipped)", lost)
     finally:
-        wire.close()
+        if clean:
+            kept.give_back(part.client, wire)
+        else:
+            wire.close()
     if len(builder):
         yield builder.to_arrow()
 

@@ -200,6 +200,16 @@ class KafkaWire:
             wire.close()
         self.reconnect()
 
+    def notice_closed(self) -> None:
+        """Let the clients see connections the broker closed while this wire sat unused
+        (kept.py), so the next request reconnects instead of failing on a dead socket."""
+        for wire in (self, *self._siblings.values()):
+            if wire._client is not None:
+                try:
+                    wire._client.poll(timeout_ms=0)
+                except Exception:  # noqa: BLE001 - a broken client: start afresh
+                    wire.reconnect()
+
     def reconnect(self) -> None:
         """Close this wire's own connections (not its siblings'); the next request reconnects."""
         client, self._client = self._client, None

@@ -35,6 +35,7 @@ from eos_kafka_source.sink.spark_writer import EosKafkaStreamWriter
 from eos_kafka_source.source.partition_reader import read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.wire import KafkaWire, create_topic, fetch_metadata
+from eos_kafka_source.wire.kept import close_kept
 from tests.kafka_security import (  # the same secrets as on Apache Kafka's listeners
     CORE,
     FAST_S,
@@ -110,21 +111,28 @@ def sasl_plaintext() -> Iterator[SecureFront]:
 VALUE_SCHEMA = StructType([StructField("value", BinaryType())])
 
 
+def next_role(front: SecureFront) -> None:
+    """Each role runs in its own Python process under Spark: none finds another's kept
+    connections (wire/kept.py)."""
+    close_kept()
+    front.reset()
+
+
 def run_sink(options: dict[str, str], checkpoint: Path, values: list[bytes],
              front: SecureFront) -> tuple[EosKafkaStreamWriter, TxnHandoff, dict[str, Phase]]:
     """The streaming sink's three roles, in order, as Spark runs them (outside Spark):
     planning worker (recovery, fencing), a task (write, hand-off), commit worker."""
     seen: dict[str, Phase] = {}
     opts = {**options, "checkpointLocation": str(checkpoint)}
-    front.reset()
+    next_role(front)
     planner = EosKafkaDataSource(opts).streamWriter(VALUE_SCHEMA, False)
     assert isinstance(planner, EosKafkaStreamWriter)
     seen["driver: prepare"] = snapshot(front)
-    front.reset()
+    next_role(front)
     task = pickle.loads(pickle.dumps(planner))  # what an executor gets
     handoff = task.write(iter([pa.RecordBatch.from_pydict({"value": values})]))
     seen["task: write"] = snapshot(front)
-    front.reset()
+    next_role(front)
     committer = pickle.loads(pickle.dumps(planner))  # Spark's commit worker does not prepare
     committer.commit([pickle.loads(pickle.dumps(handoff))], 0)
     seen["driver: commit"] = snapshot(front)
@@ -137,11 +145,11 @@ def run_source(options: dict[str, str], topic: str,
     """The batch source: planning on the driver, then each partition read as a task."""
     seen: dict[str, Phase] = {}
     opts = {**options, "subscribe": topic}
-    front.reset()
+    next_role(front)
     reader = EosKafkaDataSource(opts).reader(kafka_schema(False))
     parts = [p for p in reader.partitions() if isinstance(p, KafkaInputPartition)]
     seen["driver: plan"] = snapshot(front)
-    front.reset()
+    next_role(front)
     values: list[bytes] = []
     for part in parts:
         for batch in read_partition(pickle.loads(pickle.dumps(part))):

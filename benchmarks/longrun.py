@@ -202,6 +202,10 @@ class Run:
         if self.broker_pid:
             broker = probes.Proc(self.broker_pid, 0, "")
             s["broker_rss_mb"] = probes.safe(broker.rss_mb)
+            s["broker_rss_anon_mb"] = probes.safe(lambda: broker.rss_kind_mb("RssAnon"))
+            s["broker_rss_file_mb"] = probes.safe(lambda: broker.rss_kind_mb("RssFile"))
+            s["broker_heap_after_gc_mb"] = probes.safe(
+                lambda: probes.heap_after_gc_mb(self.broker_pid))
             s["broker_fds"] = probes.safe(broker.fds)
         self.samples.append(s)
         print(json.dumps(s), flush=True)

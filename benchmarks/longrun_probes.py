@@ -11,6 +11,8 @@ the long-lived one, told apart by its command line.
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,12 +35,33 @@ class Proc:
     def fds(self) -> int:
         return len(os.listdir(f"/proc/{self.pid}/fd"))
 
+    def rss_kind_mb(self, kind: str) -> float:
+        """``RssAnon`` (heap and native memory) or ``RssFile`` (mapped files: a broker's
+        log indexes, the JVM's own jars) from /proc/<pid>/status."""
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                if line.startswith(f"{kind}:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
     def threads(self) -> int:
         with open(f"/proc/{self.pid}/status") as f:
             for line in f:
                 if line.startswith("Threads:"):
                     return int(line.split()[1])
         return 0
+
+
+def heap_after_gc_mb(pid: int) -> float:
+    """A JVM's live heap: a full GC (``jcmd GC.run``), then the used heap it reports.
+    What separates a leak from G1 growing its heap toward ``-Xmx`` (RSS alone cannot)."""
+    subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=60, check=True)
+    info = subprocess.run(["jcmd", str(pid), "GC.heap_info"], capture_output=True, text=True,
+                          timeout=60, check=True).stdout
+    used = re.search(r"heap\s+total \d+K, used (\d+)K", info)
+    if used is None:
+        raise ValueError(f"no heap line in jcmd's answer: {info[:200]!r}")
+    return int(used.group(1)) / 1024
 
 
 def processes() -> dict[int, Proc]:

@@ -109,8 +109,7 @@ def _stats(progress: list[dict[str, Any]], key: str) -> dict[str, float]:
             "p90": values[min(len(values) - 1, int(len(values) * 0.9))]}
 
 
-def run(spark: Any, name: str, frame: Any, sink: str, scratch: Path,
-        seconds: float) -> dict[str, Any]:
+def run(name: str, frame: Any, sink: str, scratch: Path, seconds: float) -> dict[str, Any]:
     query = (frame.writeStream.format(sink)
              .option("checkpointLocation", str(scratch / f"chk-{name.replace(' ', '-')}"))
              .start())
@@ -161,8 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                 .selectExpr("CAST(NULL AS BINARY) AS key",
                             "CAST(lpad(CAST(value AS STRING), 100, 'x') AS BINARY) AS value"))
         python = (spark.readStream.format("eoskafka_floor").option("rate", args.rate).load())
-        results = [run(spark, "JVM floor: rate -> noop", rate, "noop", scratch, args.seconds),
-                   run(spark, "Python floor: Python source -> Python sink", python,
+        results = [run("JVM floor: rate -> noop", rate, "noop", scratch, args.seconds),
+                   run("Python floor: Python source -> Python sink", python,
                        "eoskafka_floor", scratch, args.seconds)]
     finally:
         spark.stop()

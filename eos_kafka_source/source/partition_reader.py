@@ -111,8 +111,8 @@ def read_partition(
                             "offset %d", part.topic, part.partition, exc, position)
                 lost.backoff(attempt)
                 attempt += 1
-                wire.close()
-                wire, leader = KafkaWire(part.client), None
+                wire.close()  # its next request connects afresh
+                leader = None
             except DataLossError:
                 if part.fail_on_data_loss:
                     raise

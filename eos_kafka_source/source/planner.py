@@ -123,8 +123,6 @@ def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:
     return wrapper
 
 
-
-
 @dataclass(frozen=True)
 class Latest:
     """What :meth:`SourcePlanner.latest_offsets` found.

@@ -90,7 +90,7 @@ def _describe_check(wire: KafkaWire, version: int, coordinator_of: Mapping[str, 
         calls = [(node, DescribeTransactionsRequest[version](transactional_ids=ids))
                  for node, ids in by_node.items()]
         responses = wire.request_many(calls, f"DescribeTransactions (check {len(pending)} txns)")
-        retry = []
+        retry: set[str] = set()
         for resp in responses:
             for state in resp.transaction_states:  # type: ignore[attr-defined]
                 tid = state.transactional_id
@@ -98,7 +98,7 @@ def _describe_check(wire: KafkaWire, version: int, coordinator_of: Mapping[str, 
                     continue
                 code = state.error_code
                 if code in RETRY_IN_PLACE and not deadline.expired:
-                    retry.append(tid)
+                    retry.add(tid)
                 elif code == _TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
                     raise for_code(code)(f"DescribeTransactions {tid}: checking the batch's "
                                          "transactions before committing them")
@@ -110,7 +110,7 @@ def _describe_check(wire: KafkaWire, version: int, coordinator_of: Mapping[str, 
                     f"DescribeTransactions gave no answer for {tid}")
         if retry:
             time.sleep(RETRY_CODES_BACKOFF_S)
-        pending = retry
+        pending = list(retry)
     return [results[tid] for tid, _, _ in txns]
 
 

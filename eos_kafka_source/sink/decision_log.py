@@ -14,14 +14,19 @@ after checkpoint resets; ``pool.json`` the transactional-id pool and the epochs 
 driver fenced ids to; ``planned.json`` when the last batch was prepared.
 
 Writes are write-then-rename, fsync'ed on local disks. A decision and a recovery are
-created only if absent (two drivers cannot both decide one batch: the second fails).
+created only if absent (two drivers cannot both decide one batch: the second fails), on
+object stores too (:meth:`DecisionLog._create`); each decision carries a token, and a
+decision is deleted only by a driver holding its token (:meth:`DecisionLog.void`). Every
+file carries a ``format`` version; a newer one than :data:`FORMAT` is refused.
 Runs on: the driver only (planning and commit workers).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import random
 import re
 import time
 import uuid
@@ -30,7 +35,8 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from ..errors import DecisionLogConflictError
+from ..errors import DecisionLogConflictError, DecisionLogFormatError
+from ..faults import fault_point
 from .decision_states import UNFINISHED, State
 from .handoff import TxnHandoff
 
@@ -38,6 +44,20 @@ _KEEP_DONE = 100  # finished decisions kept per lineage for inspection (eoskafka
 _KEEP_LINEAGES = 100  # finished other lineages (older queries, batch writes) kept
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 _SUFFIXES = (".json", ".done", ".recovery")
+
+#: The file format this eoskafka writes (each file's ``"format"``; none means version 1).
+#: Older formats stay readable; a newer one is refused (docs/compatibility.md).
+FORMAT = 2
+#: Object stores' create-only-if-absent (:meth:`DecisionLog._create`): a candidate's owner
+#: writes the final file within ``_CLAIM_S`` of starting its candidate, or retries; a
+#: candidate ``_STALE_S`` older than a newer one (store clock) was left by a driver that
+#: crashed or stalled and is broken; a creator waits up to ``_WAIT_S`` for another
+#: driver's fresh candidate to become a decision (then it fails) or to go away.
+_CLAIM_S = 10.0
+_STALE_S = 30.0
+_WAIT_S = 40.0
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -54,6 +74,9 @@ class Decision:
     #: A replay's hand-offs chosen to replace the lost ones, recorded before their EndTxn.
     recovery: tuple[TxnHandoff, ...] | None = None
     lineage: str = ""
+    #: Random, written by :meth:`DecisionLog.decide`; only its holder may void the decision
+    #: ("" for decisions written before tokens existed).
+    token: str = ""
 
     @property
     def state(self) -> State:
@@ -97,6 +120,9 @@ class DecisionLog:
         self.fs.create_dir(f"{self.root}/decisions", recursive=True)
         self._lineage = lineage
         self._dir_cache: str | None = None
+        #: ``<dir>/<batch>`` -> token of the decision this driver created or last read there
+        #: (shared with :meth:`for_lineage` views): what :meth:`void` may delete.
+        self._tokens: dict[str, str] = {}
 
     @property
     def lineage(self) -> str:
@@ -194,12 +220,31 @@ class DecisionLog:
                      {"batch_id": batch_id, "handoffs": [h.to_json() for h in handoffs]})
 
     def clear_recovery(self, batch_id: int) -> None:
-        self._delete(self._name(batch_id, ".recovery"))
+        """Drop the recovery record, only if it belongs to the decision this driver holds."""
+        stem = self._name(batch_id, "")
+        token = self._tokens.get(stem)
+        if token is None or not self._delete_if(f"{stem}.recovery", token):
+            log.warning("eoskafka: %s.recovery left in place: not the recovery of the "
+                        "decision this driver read; the next recovery finishes it", stem)
 
-    def void(self, batch_id: int) -> None:
-        """Withdraw a decision none of whose transactions committed (the batch will replay)."""
-        for suffix in _SUFFIXES:
-            self._delete(self._name(batch_id, suffix))
+    def void(self, batch_id: int, token: str | None = None) -> bool:
+        """Withdraw a decision none of whose transactions committed (the batch will replay).
+
+        Deletes only the decision holding ``token`` (default: the one this driver decided
+        or last read for the batch) and returns whether it did: a zombie driver that voids
+        late leaves alone the decision its replacement made since for the same batch. The
+        files are read, compared and deleted: not atomic. A decision that another driver
+        voids and decides anew in the milliseconds between this read and delete is deleted
+        (any store; object stores have no conditional delete). The ``.done`` and
+        ``.recovery`` go before the ``.json``, so a crash in between leaves a decided batch
+        (rolled forward again), never a ``.done`` that a new decision would inherit.
+        """
+        stem = self._name(batch_id, "")
+        token = self._tokens.get(stem) if token is None else token
+        if token is None:
+            log.warning("eoskafka: decision %s not voided: this driver never read it", stem)
+            return False
+        return self._void_in(self._dir(), batch_id, token)
 
     def get(self, batch_id: int) -> Decision | None:
         return self._decision(self._dir(), batch_id)
@@ -221,6 +266,7 @@ class DecisionLog:
             None if recovery is None
             else tuple(TxnHandoff.from_json(h) for h in recovery["handoffs"]),
             data.get("lineage") or _lineage_of(directory) or self.lineage,
+            token=self._remember(f"{directory}/{batch_id:020d}", data.get("token", "")),
         )
 
     def batch_ids(self) -> list[int]:
@@ -270,19 +316,37 @@ class DecisionLog:
         mine = self._dir()
         for batch_id in sorted(scan.get(mine, {}))[:-_KEEP_DONE]:
             if scan[mine][batch_id] == {".json", ".done"}:
-                self._void_in(mine, batch_id)
+                self._void_in(mine, batch_id, None)
         others = [d for d, batches in scan.items() if d != mine and d != "decisions"
                   and all(p == {".json", ".done"} for p in batches.values())]
         if len(others) > _KEEP_LINEAGES:
             by_age = sorted(others, key=lambda d: newest.get(d, 0.0))  # oldest first
             for directory in by_age[:-_KEEP_LINEAGES]:
                 for batch_id in scan[directory]:
-                    self._void_in(directory, batch_id)
+                    self._void_in(directory, batch_id, None)
                 self._delete_dir(directory)
 
-    def _void_in(self, directory: str, batch_id: int) -> None:
-        for suffix in _SUFFIXES:
-            self._delete(f"{directory}/{batch_id:020d}{suffix}")
+    def _void_in(self, directory: str, batch_id: int, token: str | None) -> bool:
+        """Delete a decision's files: those carrying ``token`` (legacy files carry none), or
+        with None every file, for :meth:`prune` alone. Pruned decisions are finished
+        (``.json`` and ``.done`` listed) and at least ``_KEEP_DONE`` batches old: no driver
+        decides that batch id of that lineage again, so there is no newer decision there to
+        spare."""
+        stem = f"{directory}/{batch_id:020d}"
+        if token is not None:
+            found = self._read(f"{stem}.json")
+            if found is not None and found.get("token", "") != token:
+                log.warning("eoskafka: decision %s not voided: another driver decided the "
+                            "batch since (a zombie driver's late void)", stem)
+                return False
+        for suffix in (".recovery", ".done"):
+            if token is None:
+                self._delete(f"{stem}{suffix}")
+            else:
+                self._delete_if(f"{stem}{suffix}", token)
+        self._delete(f"{stem}.json")
+        self._tokens.pop(stem, None)
+        return True
 
     def mark_planned(self) -> None:
         """When the driver last prepared a batch (its tasks start after): a batch older
@@ -314,11 +378,27 @@ class DecisionLog:
     def _path(self, name: str) -> str:
         return f"{self.root}/{name}"
 
+    def _remember(self, stem: str, token: str) -> str:
+        self._tokens[stem] = token
+        return token
+
+    def _encode(self, name: str, payload: dict[str, Any], token: str | None = None) -> bytes:
+        """The file's bytes: the payload, this eoskafka's ``format`` and, for a decision's
+        files, the decision's token (given, or the one this driver holds for it)."""
+        body = {**payload, "format": FORMAT}
+        stem, _, suffix = name.rpartition(".")
+        token = self._tokens.get(stem) if token is None else token
+        if f".{suffix}" in _SUFFIXES and token:
+            body["token"] = token
+        return json.dumps(body, sort_keys=True).encode()
+
     def _write(self, name: str, payload: dict[str, Any]) -> None:
         """Replace ``name`` atomically (write, fsync, rename; fsync the directory)."""
-        final = self._path(name)
+        fault_point("store.write")  # the sweep's "decision store fails a write"
+        self._replace(self._path(name), self._encode(name, payload))
+
+    def _replace(self, final: str, data: bytes) -> None:
         tmp = f"{final}.{uuid.uuid4().hex}.tmp"
-        data = json.dumps(payload, sort_keys=True).encode()
         if self.local:
             os.makedirs(os.path.dirname(final), exist_ok=True)
             _write_synced(tmp, data)
@@ -331,36 +411,134 @@ class DecisionLog:
         self.fs.move(tmp, final)  # HDFS: delete-then-rename; _read(recover=True) covers it
 
     def _create(self, name: str, payload: dict[str, Any]) -> None:
-        """Create ``name`` only if it does not exist (atomic on local disks: link(2))."""
-        final = self._path(name)
-        data = json.dumps(payload, sort_keys=True).encode()
-        conflict = DecisionLogConflictError(
-            f"{name} already exists in {self.location}: another driver already decided "
-            "this batch (two drivers on one checkpoint, or two queries on one "
-            "decisionLogLocation). Stop the other query; each query needs its own "
-            "checkpoint and decision log.")
+        """Create ``name`` only if it does not exist, else DecisionLogConflictError.
+
+        A new decision (``.json``) gets a new token; a recovery carries its decision's.
+        Local disks: link(2) of a complete temporary file, atomic. Object stores and HDFS
+        (no conditional put through pyarrow; a listing that is read-after-write consistent,
+        as S3's is since 2020): :meth:`_claim`.
+        """
+        fault_point("store.write")
+        stem = name.rpartition(".")[0]
+        token = uuid.uuid4().hex if name.endswith(".json") else self._tokens.get(stem, "")
+        data = self._encode(name, payload, token)
         if self.local:
+            final = self._path(name)
             os.makedirs(os.path.dirname(final), exist_ok=True)
             tmp = f"{final}.{uuid.uuid4().hex}.tmp"
             _write_synced(tmp, data)
             try:
+                fault_point("store.before_final")
                 os.link(tmp, final)
             except FileExistsError:
-                raise conflict from None
+                raise self._conflict(name, "already exists") from None
             finally:
                 os.unlink(tmp)
             _sync_dir(os.path.dirname(final))
-            return
-        if self._exists(name):  # object stores: check, then write (no conditional put here)
-            raise conflict
-        self._write(name, payload)
+        else:
+            self._claim(name, data)
+        if name.endswith(".json"):
+            self._remember(stem, token)
+
+    def _claim(self, name: str, data: bytes) -> None:
+        """Create-only-if-absent from plain writes, deletes and a consistent listing.
+
+        Each round writes a uniquely named candidate ``<name>.<id>.claim``, then lists the
+        candidates and the final name. A final already there is a conflict. Another fresh
+        candidate means another driver is creating it too: this one deletes its own and
+        tries again (both may back off; neither goes on) until ``_WAIT_S``, then fails. A
+        driver alone goes on, writes the final, deletes its candidate. Two can never both
+        be alone: each lists after its own write, so the later writer sees the earlier
+        candidate, which stays until its final exists.
+
+        A candidate without a final was left by a driver that crashed or stalled before
+        writing its final; such a driver sent no EndTxn for that decision (EndTxn comes
+        only after ``decide()`` returns), so breaking its candidate loses nothing. It is
+        broken when it is ``_STALE_S`` older than this round's own candidate, by the
+        store's timestamps (no clock skew between drivers). That is safe because an owner
+        writes its final only within ``_CLAIM_S`` of starting its candidate (it checks its
+        own clock just before; past it, it retries with a new candidate). What remains: an
+        owner that passes that check and stalls ``_STALE_S - _CLAIM_S`` (20 s) before its
+        final lands (a paused process, a retried PUT) can overwrite a decision made after
+        its candidate was broken. Its own transactions were fenced by then (the new driver
+        fences the pool before its tasks), so its decision commits nothing, but the
+        decision it overwrote is lost to recovery.
+        """
+        final = self._path(name)
+        directory, _, base = final.rpartition("/")
+        self.fs.create_dir(directory, recursive=True)
+        give_up = time.monotonic() + _WAIT_S
+        while True:
+            started = time.monotonic()
+            mine = f"{final}.{uuid.uuid4().hex}.claim"
+            with self.fs.open_output_stream(mine) as out:
+                out.write(data)
+            try:
+                others, exists, stamp = self._candidates(directory, base, mine)
+                if exists:
+                    raise self._conflict(name, "already exists")
+                fresh = [i for i in others if stamp - _mtime(i) <= _STALE_S]
+                if not fresh:
+                    for info in others:
+                        log.warning("eoskafka: breaking %s, a stale candidate of a driver "
+                                    "that crashed or stalled before deciding", info.path)
+                        self.fs.delete_file(info.path)
+                    fault_point("store.before_final")
+                    if time.monotonic() - started <= _CLAIM_S:
+                        self._replace(final, data)
+                        return
+            finally:
+                self._delete_path(mine)
+            if time.monotonic() > give_up:
+                raise self._conflict(name, "is being created by another driver (candidate "
+                                     f"{fresh[0].base_name})" if fresh else
+                                     f"could not be created within {_WAIT_S:g} s")
+            time.sleep(random.uniform(0.05, 0.5))  # back off; the other may be alone now
+
+    def _candidates(self, directory: str, base: str,
+                    mine: str) -> tuple[list[pafs.FileInfo], bool, float]:
+        """Other candidates for ``base``, whether ``base`` exists, and the store's
+        timestamp of ``mine`` (one listing)."""
+        others, exists, stamp = [], False, None
+        for info in self.fs.get_file_info(pafs.FileSelector(directory)):
+            if info.base_name == base:
+                exists = True
+            elif info.path == mine or info.path.endswith("/" + mine.rpartition("/")[2]):
+                stamp = _mtime(info)
+            elif info.base_name.startswith(base + ".") and info.base_name.endswith(".claim"):
+                others.append(info)
+        if stamp is None:
+            raise DecisionLogConflictError(
+                f"{mine} is not listed right after it was written: the store's listing is "
+                "not read-after-write consistent, which the decision log needs. Put "
+                "decisionLogLocation on a store that is (S3, HDFS, GCS, ABFS, a local disk).")
+        return others, exists, stamp
+
+    def _conflict(self, name: str, what: str) -> DecisionLogConflictError:
+        return DecisionLogConflictError(
+            f"{name} {what} in {self.location}: another driver already decided this batch "
+            "(two drivers on one checkpoint, or two queries on one decisionLogLocation). "
+            "Stop the other query; each query needs its own checkpoint and decision log.")
 
     def _read(self, name: str, *, recover: bool = False) -> dict[str, Any] | None:
         try:
             with self.fs.open_input_stream(self._path(name)) as src:
-                return json.loads(src.read())
+                return self._known(name, json.loads(src.read()))
         except FileNotFoundError:
             return self._recover(name) if recover else None
+
+    def _known(self, name: str, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` if this eoskafka knows its format; a newer format is refused."""
+        version = data.get("format", 1)
+        if isinstance(version, int) and version <= FORMAT:
+            return data
+        raise DecisionLogFormatError(
+            f"{self.location}/{name} has format {version}: it was written by a newer "
+            f"eoskafka; this one ({_version()}) reads formats up to {FORMAT}. Upgrade "
+            "eoskafka on the driver to the version that wrote it (the usual cause: a "
+            "rollback after an upgrade), or point decisionLogLocation at a new, empty "
+            "location (the old log's unfinished batches are then not rolled forward: "
+            "check them first with `eoskafka txns`).")
 
     def _recover(self, name: str) -> dict[str, Any] | None:
         """A replaced file caught between delete and rename (HDFS): its complete new copy."""
@@ -370,7 +548,7 @@ class DecisionLog:
             if info.base_name.startswith(base + ".") and info.base_name.endswith(".tmp"):
                 try:
                     with self.fs.open_input_stream(info.path) as src:
-                        data = json.loads(src.read())
+                        data = self._known(name, json.loads(src.read()))
                 except (OSError, ValueError):
                     continue  # a write that did not finish
                 stamp = info.mtime.timestamp() if info.mtime else 0.0
@@ -387,10 +565,22 @@ class DecisionLog:
         return self.fs.get_file_info(selector)
 
     def _delete(self, name: str) -> None:
+        self._delete_path(self._path(name))
+
+    def _delete_path(self, path: str) -> None:
         try:
-            self.fs.delete_file(self._path(name))
+            self.fs.delete_file(path)
         except FileNotFoundError:
             pass
+
+    def _delete_if(self, name: str, token: str) -> bool:
+        """Delete ``name`` if it carries ``token`` (or none: written before tokens existed);
+        returns False when it belongs to another decision. Read, then delete: see void()."""
+        found = self._read(name)
+        if found is not None and found.get("token", token) != token:
+            return False
+        self._delete(name)
+        return True
 
     def _delete_dir(self, directory: str) -> None:
         try:
@@ -402,6 +592,16 @@ class DecisionLog:
 def _lineage_of(directory: str) -> str:
     """The lineage a ``decisions/<lineage>`` directory holds ("" for ``decisions``)."""
     return directory.partition("/")[2]
+
+
+def _mtime(info: pafs.FileInfo) -> float:
+    return info.mtime.timestamp() if info.mtime else 0.0
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return f"eoskafka {__version__}"
 
 
 def _write_synced(path: str, data: bytes) -> None:

@@ -13,6 +13,12 @@ from typing import Any
 
 from pyspark.sql.datasource import WriterCommitMessage
 
+from ..errors import DecisionLogFormatError
+
+#: The hand-off JSON format this eoskafka writes (``"format"``); JSON without one is
+#: version 1. Older formats stay readable; a newer one is refused (docs/compatibility.md).
+FORMAT = 2
+
 
 @dataclass(frozen=True)
 class TxnHandoff(WriterCommitMessage):
@@ -65,11 +71,18 @@ class TxnHandoff(WriterCommitMessage):
         data["partitions"] = [list(p) for p in self.partitions]
         data["first_offsets"] = [list(p) for p in self.first_offsets]
         data["extra"] = copy.deepcopy(self.extra) if self.extra else {}
+        data["format"] = FORMAT
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TxnHandoff:
         data = dict(data)
+        version = data.pop("format", 1)
+        if not isinstance(version, int) or version > FORMAT:
+            raise DecisionLogFormatError(
+                f"the hand-off of transaction {data.get('transactional_id')} has format "
+                f"{version}, written by a newer eoskafka; this one reads formats up to "
+                f"{FORMAT}. Upgrade eoskafka on the driver to the version that wrote it.")
         data["partitions"] = tuple(tuple(p) for p in data.get("partitions", ()))
         data["first_offsets"] = tuple(tuple(p) for p in data.get("first_offsets", ()))
         return cls(**data)

@@ -85,10 +85,13 @@ class TxnHandoff(WriterCommitMessage):
                 f"{FORMAT}. Upgrade eoskafka on the driver to the version that wrote it.")
         data["partitions"] = tuple(tuple(p) for p in data.get("partitions", ()))
         data["first_offsets"] = tuple(tuple(p) for p in data.get("first_offsets", ()))
-        return cls(**data)
+        # Fields a newer eoskafka added within this format are safe to skip (a field that
+        # is not raises the format: docs/compatibility.md, "Compatibility promise").
+        return cls(**{k: v for k, v in data.items() if k in _KNOWN})
 
 
 _FIELDS = tuple(f.name for f in fields(TxnHandoff))
+_KNOWN = frozenset(_FIELDS)
 
 
 def handoffs_of(messages: list[Any] | None) -> list[TxnHandoff]:

@@ -250,9 +250,9 @@ def test_two_drivers_creating_one_decision_at_once_exactly_one_wins(
     """Finding 7: on S3 the create was check-then-write, so both drivers "created" decision
     1 and the second overwrote the first (failed before the claim protocol: two winners).
     B gives up after a second while A's claim is fresh; A's decision stands."""
-    import eos_kafka_source.sink.decision_log as dl
+    import eos_kafka_source.sink.decision_files as files
 
-    monkeypatch.setattr(dl, "_WAIT_S", 1.0, raising=False)
+    monkeypatch.setattr(files, "_WAIT_S", 1.0)
     assert len(_race(where, tmp_path, faults)) == 1
 
 
@@ -295,9 +295,9 @@ def test_a_crashed_drivers_candidate_is_broken_once_stale(
         s3_where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A driver killed between its candidate and its final leaves the candidate: the next
     driver waits for it to turn stale (store clock), breaks it and decides."""
-    import eos_kafka_source.sink.decision_log as dl
+    import eos_kafka_source.sink.decision_files as files
 
-    monkeypatch.setattr(dl, "_STALE_S", 1.0)
+    monkeypatch.setattr(files, "_STALE_S", 1.0)
     log = DecisionLog(s3_where, "q")
     left = log._path(f"{log._name(1, '.json')}.{'0' * 32}.claim")
     with log.fs.open_output_stream(left) as out:
@@ -312,10 +312,10 @@ def test_a_stalled_driver_whose_candidate_was_broken_does_not_write_its_decision
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A stalls past its deadline between its check and its write; B breaks A's stale
     candidate and decides; A, resumed, finds it past its deadline and does not overwrite."""
-    import eos_kafka_source.sink.decision_log as dl
+    import eos_kafka_source.sink.decision_files as files
 
-    monkeypatch.setattr(dl, "_CLAIM_S", 0.2)
-    monkeypatch.setattr(dl, "_STALE_S", 1.0)
+    monkeypatch.setattr(files, "_CLAIM_S", 0.2)
+    monkeypatch.setattr(files, "_STALE_S", 1.0)
     assert _race(s3_where, tmp_path, faults) == ["p-b"]
 
 
@@ -380,6 +380,7 @@ def test_a_hand_off_of_a_newer_format_is_refused() -> None:
 
     data = _handoff().to_json()
     assert data["format"] == 2 and TxnHandoff.from_json(data) == _handoff()
+    assert TxnHandoff.from_json({**data, "added_later": 1}) == _handoff()  # skipped
     del data["format"]  # version 1
     assert TxnHandoff.from_json(data) == _handoff()
     with pytest.raises(DecisionLogFormatError, match="p-0 has format 3.*up to 2.*Upgrade"):

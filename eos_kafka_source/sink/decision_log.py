@@ -216,9 +216,9 @@ class DecisionLog(DecisionFiles):
         late leaves alone the decision its replacement made since for the same batch. The
         files are read, compared and deleted: not atomic. A decision that another driver
         voids and decides anew in the milliseconds between this read and delete is deleted
-        (any store; object stores have no conditional delete). The ``.done`` and
-        ``.recovery`` go before the ``.json``, so a crash in between leaves a decided batch
-        (rolled forward again), never a ``.done`` that a new decision would inherit.
+        (any store; object stores have no conditional delete). The other files go before
+        the ``.json``, so a crash in between leaves a decided batch (rolled forward again),
+        never a ``.done`` that a new decision would inherit.
         """
         stem = self._name(batch_id, "")
         token = self._tokens.get(stem) if token is None else token
@@ -320,7 +320,7 @@ class DecisionLog(DecisionFiles):
                 log.warning("eoskafka: decision %s not voided: another driver decided the "
                             "batch since (a zombie driver's late void)", stem)
                 return False
-        for suffix in (".recovery", ".done"):
+        for suffix in (s for s in _SUFFIXES if s != ".json"):  # the .json last
             if token is None:
                 self._delete(f"{stem}{suffix}")
             else:

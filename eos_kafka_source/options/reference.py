@@ -59,8 +59,10 @@ SOURCE = (
         "JSON offsets (-1 latest)", "batch:ending.kind"),
     Opt("endingTimestamp", "", "batch reads only; same precedence as the starting options"),
     Opt("endingOffsetsByTimestamp", "", "batch reads only, per partition"),
-    Opt("maxOffsetsPerTrigger", "none", "cap per micro-batch, spread over partitions like "
-        "Spark; exact on pyspark 4.2+, approximate on 4.0/4.1 (see below)",
+    Opt("maxOffsetsPerTrigger", "`1000000` on streaming reads (Spark: none)", "cap per "
+        "micro-batch, spread over partitions like Spark; exact on pyspark 4.2+, approximate "
+        "on 4.0/4.1 (see below). The default keeps a first batch over a backlog within the "
+        "sink's transaction timeout ([sizing](operations.md#sizing-the-transaction-timeout))",
         "stream:max_offsets_per_trigger"),
     Opt("minOffsetsPerTrigger", "none", "as in Spark, where the Spark version supports it",
         "stream:min_offsets_per_trigger"),

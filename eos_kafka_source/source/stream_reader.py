@@ -27,8 +27,14 @@ source cannot declare AvailableNow support: set
 runs a single batch, and after a restart may only replay the pending one).
 Even with the wrapper, Spark 4.0/4.1 take the AvailableNow target from one
 ``latestOffset()`` call, which ``maxOffsetsPerTrigger`` caps: such a run reads
-one capped batch and stops (checked on 4.0.5); drop ``maxOffsetsPerTrigger``
-for AvailableNow runs there, or use pyspark 4.2+.
+one capped batch and stops (checked on 4.0.5); for AvailableNow runs there, set
+``maxOffsetsPerTrigger`` above the run's backlog (its default, the read bound of
+options/source.py, applies too), or use pyspark 4.2+.
+
+Read bound. Without ``maxOffsetsPerTrigger`` a streaming read takes at most
+``DEFAULT_MAX_OFFSETS_PER_TRIGGER`` offsets a batch, sized from the sink's default
+transaction timeout, so a first batch over a large backlog cannot outlive it and fail
+on every replay (docs/operations.md, "Sizing the transaction timeout").
 """
 
 from __future__ import annotations
@@ -186,8 +192,11 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         ranges = self.planner.plan(s, e)
         lag = sum(max(0, off - e.get(tp, off)) for tp, off in self._latest.items())
-        log.info("eoskafka source: batch of %d offsets in %d ranges; %d offsets behind latest",
-                 sum(r.end - r.start for r in ranges), len(ranges), lag)
+        log.info("eoskafka source: batch of %d offsets in %d ranges; %d offsets behind latest%s",
+                 sum(r.end - r.start for r in ranges), len(ranges), lag,
+                 f" (capped by the default maxOffsetsPerTrigger="
+                 f"{self.options.max_offsets_per_trigger}; set it to change the bound)"
+                 if lag and self.options.default_read_bound else "")
         return to_input_partitions(self.options, ranges)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -91,8 +91,8 @@ SINK = (
     Opt("topic", "none (a `topic` column then names it per row)", "output topic; wins over "
         "a `topic` column", "sink:topic"),
     Opt("checkpointLocation", "", "Spark's own, required for streaming; the decision log "
-        "lives in `<checkpointLocation>/eoskafka/` (any pyarrow filesystem: `s3://`, `gs://`, "
-        "`abfs://`, `hdfs://`)"),
+        "lives in `<checkpointLocation>/eoskafka/`, through pyarrow's filesystems (tested: "
+        "local paths and `s3://`; `gs://`, `abfs://`, `hdfs://` go the same way, untested)"),
     Opt("decisionLogLocation", "none", "keep the decision log here instead; gives a batch write "
         "a durable decision; needed where pyarrow cannot write the checkpoint's scheme "
         "(`dbfs:/`; `s3a://` is read as `s3://`). Decisions are keyed by Spark's query id "

@@ -1,6 +1,6 @@
 """The streaming reader Spark drives for ``spark.readStream.format("eoskafka")``.
 
-Where each hook runs (DESIGN.md section 3):
+Where each hook runs (docs/design.md, "Where each part runs"):
 
 * ``initialOffset``, ``latestOffset``, ``getDefaultReadLimit``,
   ``prepareForTriggerAvailableNow``, ``partitions``, ``commit``, ``stop``: one

@@ -543,3 +543,41 @@ def test_txns_exits_1_on_a_loss_in_the_decision_log(capsys, sink: Sink, bootstra
     code, doc = cli_json(capsys, "txns", "--checkpoint", sink.checkpoint,
                          "--lost-within", "3600")
     assert code == 1 and doc["lost_batches"] == [0]
+
+
+def test_the_alert_script_of_the_operations_page(capsys, sink: Sink, bootstrap: str,
+                                                 unique: str) -> None:
+    """docs/operations.md "What to alert on": its cron/sidecar block, run as written with
+    bash and the installed ``eoskafka``: 0 healthy, 1 lag above the bound, 1 on a loss."""
+    from tests import doc_blocks
+
+    script = doc_blocks.block("docs/operations.md",
+                              "# eoskafka checks: CHECKPOINT, OUTPUT and EOSKAFKA_BOOTSTRAP "
+                              "set by the caller").text
+    source = f"{unique}-in"
+    create_topic(bootstrap, source, partitions=1)
+    write_plain(bootstrap, source, [b"a", b"b"], partition=0)
+    offsets = Path(sink.checkpoint) / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / "0").write_text('v1\n{"batchWatermarkMs":0}\n' + json.dumps({source: {"0": 2}}))
+    sink.driver.commit(0, [sink.task(0, _vals("b0"))], tasks=1)
+    env = {**os.environ, "CHECKPOINT": sink.checkpoint, "OUTPUT": sink.topic,
+           "EOSKAFKA_BOOTSTRAP": bootstrap,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def run(**extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-c", script], env={**env, **extra}, text=True,
+                              capture_output=True, timeout=300, check=False)
+
+    healthy = run()
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    assert "OK" in healthy.stdout and "Traceback" not in healthy.stderr
+    write_plain(bootstrap, source, [b"c", b"d", b"e"], partition=0)  # the query fell behind
+    behind = run(MAX_LAG="2")
+    assert behind.returncode == 1 and "above --max-lag 2" in behind.stdout
+    assert run().returncode == 0  # 3 behind is within the default bound
+    decision = sink.log.get(0)
+    assert decision is not None
+    sink.log.for_lineage(decision.lineage).mark_done(0, ["a lost transaction"], [])
+    lost = run()
+    assert lost.returncode == 1 and "batch 0 lost: a lost transaction" in lost.stdout

@@ -81,3 +81,8 @@ def test_kafka_query_hands_over_to_eoskafka_with_no_gap_and_no_duplicate(
         f"missing {Counter(everything) - written}, extra {written - Counter(everything)}")
     assert_no_open_transactions(bootstrap, out)
 
+    # The way back (docs/migrating.md): the same command reads the eoskafka checkpoint.
+    code = main(["migrate", "--checkpoint", str(tmp_path / "new"), "--json"])
+    back = json.loads(capsys.readouterr().out)
+    assert code == 0 and back["starting_offsets"] == {source: {"0": 11, "1": 19}}
+

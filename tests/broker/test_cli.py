@@ -111,7 +111,7 @@ def sink(bootstrap: str, unique: str, tmp_path: Path) -> Iterator[Sink]:
 def test_help_and_usage_errors(capsys) -> None:
     code, out, _ = cli(capsys, "--help")
     assert code == 0 and "txns" in out and "exit status" in out
-    for command in ("broker", "txns", "fence", "abort", "audit"):
+    for command in ("broker", "txns", "fence", "abort", "audit", "lag", "migrate"):
         code, out, _ = cli(capsys, command, "--help")
         assert code == 0 and "examples:" in out
     assert cli(capsys)[0] == 2

@@ -118,8 +118,9 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._initial
 
     def getDefaultReadLimit(self) -> Any:
-        """pyspark >= 4.2: ``maxOffsetsPerTrigger`` as ReadMaxRows (else minOffsetsPerTrigger
-        as ReadMinRows, else everything available)."""
+        """pyspark >= 4.2: ``maxOffsetsPerTrigger`` as ReadMaxRows: the option, or the
+        default read bound when it is not set (``minOffsetsPerTrigger`` still applies, in
+        :meth:`latestOffset`). The other branches serve options built without the bound."""
         from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
         if self.options.max_offsets_per_trigger is not None:

@@ -303,6 +303,9 @@ class ClientConfig:
     extra: tuple[tuple[str, str], ...] = ()
     #: Where OAUTHBEARER tokens come from (``kafka.sasl.mechanism=OAUTHBEARER``), else None.
     oauth: OAuthSettings | None = None
+    #: SCRAM as a Kafka delegation token (``tokenauth="true"`` in the ScramLoginModule line):
+    #: the user name is the token id, the password its HMAC (base64).
+    sasl_token_auth: bool = False
 
     @property
     def principal(self) -> str | None:
@@ -398,6 +401,7 @@ class ClientConfig:
                                   f"use one of {', '.join(_MECHANISMS)}.")
 
         username, password = kafka.get("sasl.username"), kafka.get("sasl.password")
+        token_auth = "false"
         module, pairs = (_parse_jaas(kafka["sasl.jaas.config"]) if "sasl.jaas.config" in kafka
                          else (None, {}))
         oauth_keys = sorted(k for k in kafka if k in OAUTH_KEYS)
@@ -422,6 +426,12 @@ class ClientConfig:
                                   f"kafka.sasl.mechanism is {mechanism}; set "
                                   "kafka.sasl.mechanism=OAUTHBEARER.")
             username, password = _user_password(module, pairs)
+            token_auth = pairs.get("tokenauth", "false").strip().lower()
+            if token_auth not in ("true", "false") or (
+                    token_auth == "true" and module != "ScramLoginModule"):
+                raise ConfigError('kafka.sasl.jaas.config: tokenauth="true" (sign in as a '
+                                  "delegation token) goes with ScramLoginModule and "
+                                  "kafka.sasl.mechanism SCRAM-SHA-256 or SCRAM-SHA-512.")
             if mechanism is None and module == "PlainLoginModule":
                 mechanism = "PLAIN"
             if (module == "PlainLoginModule") != (mechanism == "PLAIN"):
@@ -503,6 +513,7 @@ class ClientConfig:
             client_id=client_id,
             extra=tuple(sorted((k, v) for k, v in kafka.items() if k in PASSTHROUGH_KEYS)),
             oauth=oauth,
+            sasl_token_auth=token_auth == "true",
         )
 
 

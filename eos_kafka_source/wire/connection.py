@@ -101,6 +101,10 @@ class KafkaWire:
         if config.oauth is not None:
             protect((config.oauth.client_secret,))
             token_provider(config.oauth).token()  # a failure here names the option to fix
+        if config.sasl_token_auth and config.sasl_username:
+            from .delegation import register_token_user  # adds SCRAM's tokenauth extension
+
+            register_token_user(config.sasl_username)
         settings = config.to_kafka_python()
         settings["receive_message_max_bytes"] = RECEIVE_MAX_BYTES
         settings.setdefault("reconnect_backoff_max_ms", 1000)
@@ -175,6 +179,16 @@ class KafkaWire:
                 "are the ones the broker trusts (sasl.oauthbearer.jwks.endpoint.url), that it "
                 "has not expired (this host's clock), and that the listener enables "
                 "OAUTHBEARER"
+            )
+        if in_sasl and config.sasl_token_auth:
+            return AuthenticationError(
+                f"the broker at {servers} refused the delegation token "
+                f"{config.sasl_username!r} (SASL {config.sasl_mechanism}, tokenauth; "
+                f"{_describe(exc)}); the token has expired (not renewed within the broker's "
+                "delegation.token.expiry.time.ms, or past its delegation.token.max.lifetime.ms) "
+                "or was never created there: obtain a new one on the driver and restart the "
+                "query with it (docs/security.md#delegation-tokens); the listener must also "
+                "enable this SCRAM mechanism"
             )
         if in_sasl:
             return AuthenticationError(

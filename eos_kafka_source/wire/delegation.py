@@ -173,8 +173,9 @@ def expire_token(options: Mapping[str, str], token: DelegationToken,
 
 class TokenRenewer:
     """Renews a token on the driver when half the time to its expiry has passed, until its
-    maximum lifetime; ``with`` starts and stops it. A failed renewal is retried (logged)
-    until the token expires; :attr:`error` keeps the last failure."""
+    maximum lifetime; :meth:`start` and :meth:`stop` (or ``with``) run it. A failed
+    renewal is retried (logged) until the token expires; :attr:`error` keeps the last
+    failure."""
 
     def __init__(self, options: Mapping[str, str], token: DelegationToken) -> None:
         self.options, self.token = dict(options), token
@@ -200,13 +201,19 @@ class TokenRenewer:
                 self.error = exc
                 log.warning("renewing delegation token %s failed: %s", self.token.token_id, exc)
 
-    def __enter__(self) -> TokenRenewer:
+    def start(self) -> TokenRenewer:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=30)
+
+    def __enter__(self) -> TokenRenewer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 #: SCRAM user names this process signs in with as delegation tokens.

@@ -71,7 +71,8 @@ def test_tasks_sign_in_as_the_drivers_token(oauth_kafka: OAuthKafka, unique: str
     with KafkaWire(ClientConfig.from_options(driver)) as wire:
         create_topic(wire, unique, 2)
     values = [f"v{i}".encode() for i in range(20)]
-    assert sorted(_write_and_read(driver, tasks, unique, tmp_path / "c", values)) == values
+    with TokenRenewer(driver, token):  # the token expires 8 s after its last renewal
+        assert sorted(_write_and_read(driver, tasks, unique, tmp_path / "c", values)) == values
     expire_token(driver, token)
 
 

@@ -154,5 +154,8 @@ def test_delegation_block(oauth_kafka: OAuthKafka, unique: str, tmp_path: Path) 
     values = [b"x", b"y"]
     from tests.broker.test_delegation_tokens import _write_and_read as as_token
 
-    assert sorted(as_token(oauth, for_tasks, unique, tmp_path / "c", values)) == values
+    try:
+        assert sorted(as_token(oauth, for_tasks, unique, tmp_path / "c", values)) == values
+    finally:
+        ns["renewer"].stop()
     expire_token(oauth, ns["token"])

@@ -40,7 +40,7 @@ def test_streaming_query_exactly_once_while_tokens_expire(
     create_topic(plain, source, 2)
     create_topic(plain, output, 2)
     df = (spark.readStream.format("eoskafka").options(**options).option("subscribe", source)
-          .load().select("key", "value"))
+          .option("startingOffsets", "earliest").load().select("key", "value"))
     query = (df.writeStream.format("eoskafka").options(**options).option("topic", output)
              .option("checkpointLocation", str(tmp_path / "ckpt"))
              .trigger(processingTime="1 second").start())

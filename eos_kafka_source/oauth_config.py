@@ -42,7 +42,7 @@ OAUTH_KEYS = frozenset({
     "sasl.login.callback.handler.class", "sasl.login.refresh.window.factor",
     "sasl.login.refresh.buffer.seconds", "sasl.login.refresh.min.period.seconds",
     "sasl.login.connect.timeout.ms", "sasl.login.read.timeout.ms",
-    # KIP-1139 (Kafka 4.1+): the client credentials outside the JAAS line
+    # KIP-1139: the client credentials outside the JAAS line (the JAAS keys are deprecated)
     "sasl.oauthbearer.client.credentials.client.id",
     "sasl.oauthbearer.client.credentials.client.secret", "sasl.oauthbearer.scope",
 })

@@ -1,25 +1,19 @@
 """Kafka delegation tokens, as Spark's connector uses them: the driver obtains one over its
-own sign-in (OAUTHBEARER or SCRAM here), the tasks sign in with SCRAM as the token
-(``tokenauth``), and the driver renews it during a long query. On the broker of
-tests/oauth_kafka.py: tokens expire TOKEN_EXPIRY_MS after their last renewal and live
-TOKEN_MAX_LIFETIME_MS at most.
+own sign-in (OAUTHBEARER or SCRAM here), the query (its driver hooks and its tasks) signs
+in with SCRAM as the token (``tokenauth``), and the driver renews it during a long query.
+On the broker of tests/oauth_kafka.py: tokens expire TOKEN_EXPIRY_MS after their last
+renewal and live TOKEN_MAX_LIFETIME_MS at most.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import pickle
 import time
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from eos_kafka_source.client_config import ClientConfig
-from eos_kafka_source.datasource import EosKafkaDataSource, kafka_schema
 from eos_kafka_source.errors import AuthenticationError
-from eos_kafka_source.source.partition_reader import read_partition
-from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.wire import KafkaWire, create_topic, fetch_metadata
 from eos_kafka_source.wire.delegation import (
     DelegationTokenError,
@@ -27,31 +21,10 @@ from eos_kafka_source.wire.delegation import (
     create_token,
     expire_token,
 )
-from tests.broker.test_security_kafka import VALUE_SCHEMA
+from tests.broker.test_oauth import _write_and_read
 from tests.oauth_kafka import APP, TOKEN_EXPIRY_MS, TOKEN_MAX_LIFETIME_MS, OAuthKafka
 
 pytestmark = pytest.mark.kafka_only
-
-
-def _write_and_read(driver: dict[str, str], tasks: dict[str, str], topic: str,
-                    checkpoint: Path, values: list[bytes]) -> list[bytes]:
-    """The sink's and the source's roles: the driver's with ``driver`` options, each task's
-    with ``tasks`` options (as the token's holders)."""
-    planner = EosKafkaDataSource({**driver, "topic": topic,
-                                  "checkpointLocation": str(checkpoint)}
-                                 ).streamWriter(VALUE_SCHEMA, False)
-    task_writer = EosKafkaDataSource({**tasks, "topic": topic}).writer(VALUE_SCHEMA, False)
-    handoff = pickle.loads(pickle.dumps(task_writer)).write(
-        iter([pa.RecordBatch.from_pydict({"value": values})]))
-    pickle.loads(pickle.dumps(planner)).commit([pickle.loads(pickle.dumps(handoff))], 0)
-    reader = EosKafkaDataSource({**driver, "subscribe": topic}).reader(kafka_schema(False))
-    read: list[bytes] = []
-    for part in reader.partitions():
-        assert isinstance(part, KafkaInputPartition)
-        task_part = dataclasses.replace(part, client=ClientConfig.from_options(tasks))
-        for batch in read_partition(pickle.loads(pickle.dumps(task_part))):
-            read += batch.column("value").to_pylist()
-    return read
 
 
 def _signs_in(options: dict[str, str]) -> None:
@@ -71,8 +44,8 @@ def test_tasks_sign_in_as_the_drivers_token(oauth_kafka: OAuthKafka, unique: str
     with KafkaWire(ClientConfig.from_options(driver)) as wire:
         create_topic(wire, unique, 2)
     values = [f"v{i}".encode() for i in range(20)]
-    with TokenRenewer(driver, token):  # the token expires 8 s after its last renewal
-        assert sorted(_write_and_read(driver, tasks, unique, tmp_path / "c", values)) == values
+    with TokenRenewer(driver, token):  # the token expires unless renewed (TOKEN_EXPIRY_MS)
+        assert sorted(_write_and_read(tasks, unique, tmp_path / "c", values)) == values
     expire_token(driver, token)
 
 

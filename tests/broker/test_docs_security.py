@@ -152,10 +152,8 @@ def test_delegation_block(oauth_kafka: OAuthKafka, unique: str, tmp_path: Path) 
     with KafkaWire(ClientConfig.from_options(oauth)) as wire:
         create_topic(wire, unique, 1)
     values = [b"x", b"y"]
-    from tests.broker.test_delegation_tokens import _write_and_read as as_token
-
     try:
-        assert sorted(as_token(oauth, for_tasks, unique, tmp_path / "c", values)) == values
+        assert sorted(_write_and_read(for_tasks, unique, tmp_path / "c", values)) == values
     finally:
         ns["renewer"].stop()
     expire_token(oauth, ns["token"])

@@ -14,11 +14,19 @@ import time
 import urllib.parse
 import urllib.request
 
-from tests.oauth_kafka import APP, APP_SECRET
+from tests.oauth_kafka import APP, APP_SECRET, EXPIRED
 
 
 def local_oidc_token() -> tuple[str, float]:
-    client = os.environ.get("EOSKAFKA_TEST_OIDC_CLIENT", APP)
+    return _fetch(APP)
+
+
+def expired_oidc_token() -> tuple[str, float]:
+    """A token the identity provider issues already expired (client EXPIRED)."""
+    return _fetch(EXPIRED)
+
+
+def _fetch(client: str) -> tuple[str, float]:
     basic = base64.b64encode(f"{client}:{APP_SECRET}".encode()).decode()
     request = urllib.request.Request(
         os.environ["EOSKAFKA_TEST_OIDC_URL"], method="POST",

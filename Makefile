@@ -24,20 +24,21 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q $(EDITABLE)
 	touch $(STAMP)
 
-## Apache Kafka's jars (4.3.x and 3.9.x), fetched from Maven Central with mvn once and cached
+## Apache Kafka's jars (4.4.x, 4.3.x and 3.9.x), fetched from Maven Central with mvn once and cached
 ## in ~/.cache/eoskafka (never in the repo).
 kafka-jars: setup
-	$(PY) -c "from eos_kafka_source.apache_kafka import kafka_jars; kafka_jars('4.3'); kafka_jars('3.9')"
+	$(PY) -c "from eos_kafka_source.apache_kafka import kafka_jars; kafka_jars('4.4'); kafka_jars('4.3'); kafka_jars('3.9')"
 
-## The whole suite, on both brokers. Apache Kafka 4.3 is the reference: every broker and
+## The whole suite, on both brokers. Apache Kafka 4.4 is the reference: every broker and
 ## Spark test runs on it (its heavy fault cases: `make test-kafka-faults`, a CI step of its
 ## own). Tansu (the embedded broker, the demo's) runs only what Kafka cannot, so CI does not
 ## pay twice: the unit tests (once, broker-free), the deployment tests (wheel, Spark Connect,
 ## notebook: cheap on Tansu), Tansu's own cases (`tansu_only`, its quirks) and a
 ## representative smoke set (the sink protocol, the Spark `smoke` cases). `make
 ## test-tansu-all` (or `make test-fast`) runs everything on Tansu: the quick inner loop.
-## Apache Kafka 3.9: the sink protocol and wire tests (classic transaction protocol).
-test: setup lint kafka-jars test-tansu test-kafka test-kafka39
+## Apache Kafka 4.3 (the previous release) and 3.9 (classic transaction protocol): the sink
+## protocol and wire tests.
+test: setup lint kafka-jars test-tansu test-kafka test-kafka43 test-kafka39
 
 TANSU_SMOKE := tests/broker/test_sink_protocol.py tests/broker/test_tansu_quirks.py
 test-tansu: setup
@@ -61,7 +62,14 @@ KAFKA39_TESTS := tests/broker/test_sink_protocol.py tests/broker/test_wire.py \
 test-kafka39: kafka-jars
 	EOSKAFKA_TEST_BROKER=kafka39 $(PY) -m pytest -q $(KAFKA39_TESTS)
 
-## Everything except the heavy fault-injection cases (BROKER=kafka: on Apache Kafka 4.3).
+## Apache Kafka 4.3, the release before the reference: the sink protocol, what differs
+## from 4.4 (tests/broker/test_kafka44.py) and the OAUTHBEARER sign-in, kept small for CI.
+KAFKA43_TESTS := tests/broker/test_sink_protocol.py tests/broker/test_kafka44.py \
+	tests/broker/test_oauth.py
+test-kafka43: kafka-jars
+	EOSKAFKA_TEST_BROKER=kafka43 $(PY) -m pytest -q $(KAFKA43_TESTS)
+
+## Everything except the heavy fault-injection cases (BROKER=kafka: on Apache Kafka 4.4).
 BROKER ?= tansu
 test-fast: setup
 	EOSKAFKA_TEST_BROKER=$(BROKER) $(PY) -m pytest -q -m "not faults" tests
@@ -72,7 +80,7 @@ test-faults: setup
 lint: setup
 	$(VENV)/bin/ruff check --no-cache eos_kafka_source pyspark_eoskafka tests benchmarks
 
-## BROKER=kafka runs the demo on Apache Kafka 4.3 (a local JVM process) instead of Tansu,
+## BROKER=kafka runs the demo on Apache Kafka 4.4 (a local JVM process) instead of Tansu,
 ## and checks the output with Kafka's own Java read_committed consumer too.
 demo: setup
 	$(PY) -m eos_kafka_source.demo --broker $(BROKER)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..client_config import _REJECTED, CONNECTION_KEYS, PASSTHROUGH_KEYS, PREFIX
+from ..oauth_config import OAUTH_PASSTHROUGH
 from ._common import SINK_OPTIONS, SOURCE_IGNORED, SOURCE_OPTIONS
 from .sink import _SINK_REFUSED
 from .source import _SOURCE_REFUSED
@@ -116,10 +117,34 @@ CONNECTION = (
     Opt("bootstrap.servers", "required", "`host:port[,host:port]`"),
     Opt("security.protocol", "`PLAINTEXT`", "`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT`, `SASL_SSL`",
         "stream:client.security_protocol"),
-    Opt("sasl.mechanism", "none (`PLAIN` with a PlainLoginModule line)", "`PLAIN`, "
-        "`SCRAM-SHA-256`, `SCRAM-SHA-512` (not GSSAPI, not OAUTHBEARER)"),
+    Opt("sasl.mechanism", "none (`PLAIN` with a PlainLoginModule line, `OAUTHBEARER` with an "
+        "OAuthBearerLoginModule line)", "`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`, "
+        "`OAUTHBEARER` (not GSSAPI: [security](security.md#kerberos-gssapi))"),
     Opt("sasl.jaas.config", "", "a PlainLoginModule or ScramLoginModule line with username "
-        "and password, as in Spark's Kafka source (hidden everywhere)"),
+        "and password (`tokenauth=\"true\"` for a delegation token), or an "
+        "OAuthBearerLoginModule line with clientId, clientSecret, scope and `extension_*`, as "
+        "in Spark's Kafka source (hidden everywhere)"),
+    Opt("sasl.oauthbearer.token.endpoint.url", "", "OAUTHBEARER: the identity provider's token "
+        "endpoint (OIDC client credentials), as Kafka's Java client"),
+    Opt("sasl.login.callback.handler.class", "", "OAUTHBEARER: Kafka's "
+        "`OAuthBearerLoginCallbackHandler` (either package name); other Java classes are "
+        "refused"),
+    Opt("sasl.oauthbearer.token.provider", "", "OAUTHBEARER, eoskafka's own: `module:callable` "
+        "returning `(token, expires_at)`, for AWS MSK IAM, Azure, GCP or any other source "
+        "([security](security.md#a-python-token-provider))"),
+    Opt("sasl.oauthbearer.client.credentials.client.id", "", "the client id outside the JAAS "
+        "line (KIP-1139)"),
+    Opt("sasl.oauthbearer.client.credentials.client.secret", "", "its secret (hidden)"),
+    Opt("sasl.oauthbearer.scope", "", "the scope asked for"),
+    Opt("sasl.login.refresh.window.factor", "0.8", "a token is refreshed after this share of "
+        "its lifetime ..."),
+    Opt("sasl.login.refresh.buffer.seconds", "300", "... or this long before it expires, "
+        "whichever is first ..."),
+    Opt("sasl.login.refresh.min.period.seconds", "60", "... but not sooner than this after it "
+        "was fetched (unless the token lives shorter)"),
+    Opt("sasl.login.connect.timeout.ms", "10000", "accepted (the token request's deadline is "
+        "`kafka.sasl.login.read.timeout.ms`)"),
+    Opt("sasl.login.read.timeout.ms", "10000", "how long a token request may take"),
     Opt("sasl.username", "", "with `kafka.sasl.password`, instead of a JAAS line"),
     Opt("sasl.password", "", "hidden everywhere"),
     Opt("ssl.truststore.location", "", "the CA certificate(s) of the brokers, **PEM**"),
@@ -200,7 +225,7 @@ def _reasons(reasons: dict[str, str]) -> list[str]:
 def no_effect() -> list[str]:
     """Java client settings accepted (so Spark jobs keep working) that change nothing here."""
     used = {o.name for o in CONNECTION + SOURCE_KAFKA + SINK_KAFKA}
-    return sorted(PASSTHROUGH_KEYS - used)
+    return sorted((PASSTHROUGH_KEYS | OAUTH_PASSTHROUGH) - used)
 
 
 #: Said beside the sink options: what a batch costs is set by the tasks that write it.

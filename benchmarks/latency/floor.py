@@ -12,7 +12,7 @@ data source, whatever it does? Two queries on the same ``local[2]`` session, the
 
 Prints and returns the median and p90 of ``triggerExecution`` and ``addBatch`` per query.
 
-    python -m benchmarks.latency_floor [--rate 20000] [--seconds 30]
+    python -m benchmarks.latency floor [--rate 20000] [--seconds 30]
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def run(name: str, frame: Any, sink: str, scratch: Path, seconds: float) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.latency_floor",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.latency floor",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=int, default=20_000, help="rows per second")

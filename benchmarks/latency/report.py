@@ -1,4 +1,4 @@
-"""Tables, targets and CDF charts of ``benchmarks/latency.py``'s measurements.
+"""Tables, targets and CDF charts of ``benchmarks/latency/bench.py``'s measurements.
 
 Where the time goes: each batch's StreamingQueryProgress ``durationMs`` splits it into
 plan (latestOffset + getBatch + queryPlanning), addBatch (the tasks' read and write, then
@@ -18,8 +18,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from . import charts
-from .latency_probe import percentiles
+from ..common import charts
+from .probe import percentiles
 
 BASE = "built-in at-least-once"
 EXACTLY = "eoskafka exactly-once"

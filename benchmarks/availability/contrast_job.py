@@ -11,7 +11,7 @@ The same two faults reach both sinks the same way:
   Spark writes that batch's commit log entry (``benchmarks/faults``), i.e. after
   the sink's output for it is complete.
 
-    python -m benchmarks.contrast_job FORMAT BOOTSTRAP INPUT OUTPUT CHECKPOINT JARS
+    python -m benchmarks.availability.contrast_job FORMAT BOOTSTRAP INPUT OUTPUT CHECKPOINT JARS
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ Inside a query the feeder steps through the rates (1k, 20k, 100k records/s); eac
 first ``--settle`` seconds are not counted (the backlog of the step before drains).
 
 A read_committed watcher times every record from the feeder's Produce to the Fetch that
-returned it (:mod:`.latency_probe`). Spark's StreamingQueryProgress gives each batch's
+returned it (:mod:`.probe`). Spark's StreamingQueryProgress gives each batch's
 phases (durationMs); eoskafka's driver steps time themselves when ``EOSKAFKA_TIMINGS``
 names a file (:mod:`eos_kafka_source.sink.timings`). Writes ``bench-results/latency.md``,
-``.json`` and CDF charts ``latency-cdf-*.png`` (:mod:`.latency_report`).
+``.json`` and CDF charts ``latency-cdf-*.png`` (:mod:`.report`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,9 @@ from typing import Any
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.client_config import ClientConfig
 
-from .common import unique
-from .latency_probe import BUCKET_NS, Feeder, Watcher
-from .latency_report import save
-from .versus import load, ready_topic
+from ..common import load, ready_topic, unique
+from .probe import BUCKET_NS, Feeder, Watcher
+from .report import save
 
 DEFAULT_OUT = Path("bench-results/latency.md")
 PARTITIONS = 4

@@ -8,6 +8,11 @@ the variants take turns (their order alternates per trigger), each query on fres
 Inside a query the feeder steps through the rates (1k, 20k, 100k records/s); each step's
 first ``--settle`` seconds are not counted (the backlog of the step before drains).
 
+Beside them, the floor of Spark's Python data source at the same rates, triggers and
+partitions, no Kafka (:mod:`.floor`): Spark's ``rate`` -> ``noop``, and a Python source into a
+Python Arrow sink with 4 input partitions (two waves of tasks on ``local[2]``) and with 2
+(one wave); their batch times are the floor rows of the tables.
+
 A read_committed watcher times every record from the feeder's Produce to the Fetch that
 returned it (:mod:`.probe`). Spark's StreamingQueryProgress gives each batch's
 phases (durationMs); eoskafka's driver steps time themselves when ``EOSKAFKA_TIMINGS``
@@ -32,6 +37,7 @@ from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.client_config import ClientConfig
 
 from ..common import load, ready_topic, unique
+from . import floor
 from .probe import BUCKET_NS, Feeder, Watcher
 from .report import save
 
@@ -44,12 +50,16 @@ VARIANTS: dict[str, tuple[str, str, str | None]] = {
     "built-in at-least-once": ("kafka", "kafka", None),
     "eoskafka exactly-once": ("eoskafka", "eoskafka", None),
     "eoskafka at-least-once": ("eoskafka", "eoskafka", "at_least_once"),
+    floor.JVM: ("", "", None),
+    floor.PYTHON: ("", "", None),
+    floor.PYTHON_ONE_WAVE: ("", "", None),
 }
 #: Run on request (--variants): one side eoskafka, the other Spark's connector, to say
 #: which side of a task the time is spent on.
 SPLIT_VARIANTS: dict[str, tuple[str, str, str | None]] = {
     "eoskafka source + built-in sink": ("eoskafka", "kafka", None),
     "built-in source + eoskafka exactly-once sink": ("kafka", "eoskafka", None),
+    floor.SIMPLE: ("", "", None),
 }
 TRIGGERS: dict[str, str | None] = {"default": None, "1 s": "1 second", "100 ms": "100 milliseconds"}
 
@@ -117,6 +127,8 @@ def _wait(until: Any, deadline_s: float, what: str, query: Any, *probes: Any) ->
 def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, variant: str,
               trigger: str, rates: list[int], step_s: float, settle_s: float) -> dict[str, Any]:
     """One query of ``variant`` at ``trigger`` through every rate; its raw measurements."""
+    if variant in floor.FLOORS:
+        return run_floor(spark, scratch, variant, trigger, rates, step_s, settle_s)
     source_fmt, sink_fmt, delivery = {**VARIANTS, **SPLIT_VARIANTS}[variant]
     source = ready_topic(cfg, "lat-in", PARTITIONS)
     sink = ready_topic(cfg, "lat-out", PARTITIONS) if source_fmt else source
@@ -167,6 +179,34 @@ def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, vari
     return {"variant": variant, "trigger": trigger, "steps": steps, "sent": feeder.sent,
             "received": watcher.received, "aborted": watcher.aborted, "drained": drained,
             "feeder_behind_max_s": feeder.behind_max_s}
+
+
+def run_floor(spark: Any, scratch: Path, variant: str, trigger: str, rates: list[int],
+              step_s: float, settle_s: float) -> dict[str, Any]:
+    """A floor query (no Kafka) per rate, measured as a step of the Kafka variants is."""
+    steps: list[dict[str, Any]] = []
+    for rate in rates:
+        query = floor.start(spark, variant, rate, TRIGGERS.get(trigger),
+                            scratch / unique("chk-floor"))
+        try:
+            floor.warm(query)
+            begun, wall = time.monotonic_ns(), time.time()
+            loads = [load()]
+            _wait(lambda b=begun: time.monotonic_ns() - b > step_s * 1e9, step_s + 60,
+                  "the step", query)
+            loads.append(load())
+            step = {"rate": rate, "from_ns": begun + int(settle_s * 1e9),
+                    "to_ns": time.monotonic_ns(), "from_wall": wall + settle_s,
+                    "to_wall": time.time(), "load": loads, "hist": {}, "visible_at": []}
+        finally:
+            query.stop()
+        progress = [json.loads(p.json) for p in query.recentProgress]
+        step["batches"] = [_batch(p) for p in progress if _overlaps(p, step)]
+        steps.append(step)
+        print(f"  {variant} @ {trigger}, {rate:,}/s: {len(step['batches'])} batches, "
+              f"load {loads[-1]:.1f}", flush=True)
+    return {"variant": variant, "trigger": trigger, "steps": steps, "sent": 0, "received": 0,
+            "aborted": 0, "drained": True, "feeder_behind_max_s": 0.0, "floor": True}
 
 
 def _start(spark: Any, bootstrap: str, scratch: Path, formats: tuple[str, str],
@@ -269,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
             cfg = ClientConfig.from_options({"kafka.bootstrap.servers": kafka.bootstrap_servers})
             spark = start_spark(timings, installed_pyspark_home(scratch)
                                 if args.installed_pyspark else None)
+            floor.register(spark)
             plan = [(v, t) for i, t in enumerate(triggers) for v in
                     (variants if i % 2 == 0 else variants[::-1]) if v != PROBE]
             if PROBE in variants:

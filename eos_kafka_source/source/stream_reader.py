@@ -47,8 +47,9 @@ from ..faults import fault_point
 from ..offsets import from_spark_offset, to_spark_offset
 from ..options import SourceOptions
 from ..wire.groups import commit_offsets
+from .packing import pack_ranges
 from .partition_reader import arrow_schema_of, read_partition
-from .partitions import KafkaInputPartition
+from .partitions import KafkaInputPartition, KafkaPackedPartition
 from .planner import Offsets, SourcePlanner
 
 try:  # pyspark >= 4.2
@@ -192,9 +193,7 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: stream the partition's visible records as Arrow batches."""
-        if not isinstance(partition, KafkaInputPartition):
-            return iter(())
-        return read_partition(partition, arrow_schema_of(self.schema))
+        return read_input(partition, self.schema)
 
     def commit(self, end: dict) -> None:
         """Spark committed the batch ending at ``end``: tell the progress group, if any.
@@ -230,9 +229,10 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 def to_input_partitions(options: SourceOptions, ranges: Sequence[Any]) -> list[InputPartition]:
-    """Offset ranges -> picklable input partitions carrying what the executor needs."""
-    return [
-        KafkaInputPartition(
+    """Offset ranges -> picklable input partitions carrying what the executor needs: one per
+    range, or at most ``maxPartitions`` of them packed (:mod:`.packing`)."""
+    def one(r: Any) -> KafkaInputPartition:
+        return KafkaInputPartition(
             r.topic, r.partition, r.start, r.end, options.client,
             read_committed=options.read_committed,
             include_headers=options.include_headers,
@@ -240,8 +240,21 @@ def to_input_partitions(options: SourceOptions, ranges: Sequence[Any]) -> list[I
             poll_timeout_ms=options.poll_timeout_ms,
             fail_on_data_loss=options.fail_on_data_loss,
         )
-        for r in ranges
-    ]
+
+    groups = pack_ranges(ranges, options.max_partitions, options.max_records_per_partition)
+    return [one(g[0]) if len(g) == 1 else KafkaPackedPartition(tuple(one(r) for r in g))
+            for g in groups]
+
+
+def read_input(partition: InputPartition, schema: StructType) -> Iterator[pa.RecordBatch]:
+    """Executor: the visible records of an input partition (one range, or packed ranges one
+    after the other, each in offset order), as Arrow batches."""
+    if isinstance(partition, KafkaPackedPartition):
+        arrow = arrow_schema_of(schema)
+        return (batch for part in partition.parts for batch in read_partition(part, arrow))
+    if not isinstance(partition, KafkaInputPartition):
+        return iter(())  # Spark's placeholder when there is nothing to read
+    return read_partition(partition, arrow_schema_of(schema))
 
 
 def _is(limit: Any, name: str) -> bool:

@@ -99,11 +99,11 @@ $(BENCH_STAMP): $(STAMP)
 ## exactly-once and at-least-once, at 1k/20k/100k rec/s and three triggers, interleaved
 ## (bench-results/latency.md + .json + latency-cdf-*.png). ~30 min;
 ## LATENCY_ARGS="--step 15 --settle 5 --rates 20000 --triggers default" for a short one.
-## Then the floor of Spark's Python data source, no Kafka (bench-results/latency-floor.json).
+## Beside them, in the same tables: the floor of Spark's Python data source at the same rates,
+## triggers and partitions, no Kafka (two waves of tasks and one; benchmarks/latency/floor.py).
 LATENCY_ARGS ?=
 bench-latency: bench-setup kafka-jars
 	nice -n 0 $(PY) -m benchmarks.latency $(LATENCY_ARGS)
-	nice -n 0 $(PY) -m benchmarks.latency floor
 
 ## Only the comparison with Spark's Kafka connector (Apache Kafka started by the benchmark).
 bench-connector: bench-setup

@@ -125,7 +125,8 @@ def _wait(until: Any, deadline_s: float, what: str, query: Any, *probes: Any) ->
 
 
 def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, variant: str,
-              trigger: str, rates: list[int], step_s: float, settle_s: float) -> dict[str, Any]:
+              trigger: str, rates: list[int], step_s: float, settle_s: float,
+              max_partitions: int = 0) -> dict[str, Any]:
     """One query of ``variant`` at ``trigger`` through every rate; its raw measurements."""
     if variant in floor.FLOORS:
         return run_floor(spark, scratch, variant, trigger, rates, step_s, settle_s)
@@ -136,7 +137,7 @@ def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, vari
     feeder.start()
     watcher.start()
     query = _start(spark, bootstrap, scratch, (source_fmt, sink_fmt), delivery, trigger,
-                   source, sink)
+                   source, sink, max_partitions)
     steps: list[dict[str, Any]] = []
     try:
         # Warm-up: the first batches start Python workers and JVM code paths; measured
@@ -210,12 +211,16 @@ def run_floor(spark: Any, scratch: Path, variant: str, trigger: str, rates: list
 
 
 def _start(spark: Any, bootstrap: str, scratch: Path, formats: tuple[str, str],
-           delivery: str | None, trigger: str, source: str, sink: str) -> Any:
+           delivery: str | None, trigger: str, source: str, sink: str,
+           max_partitions: int = 0) -> Any:
     source_fmt, sink_fmt = formats
     if not source_fmt:
         return _NoQuery()
-    frame = (spark.readStream.format(source_fmt).option("kafka.bootstrap.servers", bootstrap)
-             .option("subscribe", source).option("startingOffsets", "earliest").load())
+    reader = (spark.readStream.format(source_fmt).option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", source).option("startingOffsets", "earliest"))
+    if source_fmt == "eoskafka" and max_partitions:
+        reader = reader.option("maxPartitions", max_partitions)  # one wave of tasks
+    frame = reader.load()
     writer = (frame.selectExpr("key", "value").writeStream.format(sink_fmt)
               .option("kafka.bootstrap.servers", bootstrap).option("topic", sink)
               .option("checkpointLocation", str(scratch / unique("chk"))))
@@ -275,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
                              "not Spark's pyspark.zip (see installed_pyspark_home)")
     parser.add_argument("--attempts", type=int, default=3,
                         help="starts of a query whose Python worker did not connect back")
+    parser.add_argument("--max-partitions", type=int, default=None,
+                        help="eoskafka's maxPartitions (default: the session's "
+                             "defaultParallelism, one wave of tasks; 0: one input partition "
+                             "per Kafka partition, as Spark's connector)")
     parser.add_argument("--from-json", type=Path, default=None,
                         help="no run: tables and charts again from a run's JSON")
     args = parser.parse_args(argv)
@@ -310,6 +319,11 @@ def main(argv: list[str] | None = None) -> int:
             spark = start_spark(timings, installed_pyspark_home(scratch)
                                 if args.installed_pyspark else None)
             floor.register(spark)
+            slots = spark.sparkContext.defaultParallelism
+            max_parts = slots if args.max_partitions is None else args.max_partitions
+            tasks = min(PARTITIONS, max_parts or PARTITIONS)
+            env["eoskafka maxPartitions"] = max_parts or "unset"
+            env["eoskafka waves"] = -(-tasks // slots)
             plan = [(v, t) for i, t in enumerate(triggers) for v in
                     (variants if i % 2 == 0 else variants[::-1]) if v != PROBE]
             if PROBE in variants:
@@ -319,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{variant}, trigger {trigger}", flush=True)
                     try:
                         runs.append(run_query(spark, cfg, kafka.bootstrap_servers, scratch,
-                                              variant, trigger, rates, args.step, args.settle))
+                                              variant, trigger, rates, args.step, args.settle,
+                                              max_parts))
                         break
                     except Exception as exc:  # noqa: BLE001 - reported; the others go on
                         print(f"  FAILED: {str(exc)[:300]}", flush=True)

@@ -56,9 +56,9 @@ PARTITIONS = 4  # the latency job's Kafka partitions
 ONE_WAVE = 2  # local[2]: tasks Spark runs at once
 VALUE = b"x" * 100
 JVM = "JVM floor: rate -> noop"
-PYTHON = "Python floor, 4 partitions (two waves)"
-PYTHON_ONE_WAVE = "Python floor, 2 partitions (one wave)"
-SIMPLE = "Python floor, simple reader (reads on the driver)"
+PYTHON = "Python floor: 4 partitions (two waves)"
+PYTHON_ONE_WAVE = "Python floor: 2 partitions (one wave)"
+SIMPLE = "Python floor: simple reader (reads on the driver)"
 #: variant -> (format, input partitions): the floor queries, no Kafka.
 FLOORS: dict[str, tuple[str, int]] = {
     JVM: ("rate", PARTITIONS),

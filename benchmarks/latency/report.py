@@ -49,6 +49,8 @@ def summarise(run: dict[str, Any], step: dict[str, Any], timings: list[dict[str,
     hooks = [t for t in mine if t["kind"] == "commit_hook"]
     commits = [t for t in mine if t["kind"] == "commit"]
     planning = [t for t in mine if t["kind"] == "stream_writer" and t.get("worker") == "planning"]
+    src_latest = [t for t in mine if t["kind"] == "source_latest"]
+    src_parts = [t for t in mine if t["kind"] == "source_partitions"]
     commit_ms = sum(t["total"] for t in hooks) * 1000
     trig = total["triggerExecution"] or float("nan")
     plan = total["latestOffset"] + total["getBatch"] + total["queryPlanning"] + \
@@ -80,6 +82,9 @@ def summarise(run: dict[str, Any], step: dict[str, Any], timings: list[dict[str,
         "planning_ms": _mean([t["total"] * 1000 for t in planning]),
         "prepare_ms": _mean([t["phases"].get("prepare", 0.0) * 1000 for t in planning]),
         "markers_ms": statistics.median(landing) if landing else float("nan"),
+        "source_latest_ms": _mean([t["total"] * 1000 for t in src_latest]),
+        "source_partitions_ms": _mean([t["total"] * 1000 for t in src_parts]),
+        "source_tasks": _mean([t.get("tasks", 0) for t in src_parts]),
         "load": f"{min(step['load']):.1f}–{max(step['load']):.1f}",
     }
 
@@ -157,7 +162,8 @@ def tables(rows: list[dict[str, Any]], waves: int = 2) -> list[str]:
     out += ["", "## eoskafka exactly-once: the driver commit, per batch (mean ms)", "",
             "| trigger | rate | commit() hook | of which: verify | decision write | EndTxn | "
             "mark done | clean-up | other | markers landing (median) | streamWriter() "
-            "planning | of which prepare |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "planning | of which prepare | source latestOffset | source partitions() | "
+            "input tasks |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["variant"] != EXACTLY:
             continue
@@ -167,7 +173,10 @@ def tables(rows: list[dict[str, Any]], waves: int = 2) -> list[str]:
         out.append(f"| {r['trigger']} | {r['rate']:,}/s | {r['commit_hook_ms']:.1f} | "
                    f"{c['verify']:.1f} | {c['decision']:.1f} | {c['endtxn']:.1f} | "
                    f"{c['mark_done']:.1f} | {c['cleanup']:.1f} | {other:.1f} | "
-                   f"{r['markers_ms']:.1f} | {r['planning_ms']:.1f} | {r['prepare_ms']:.1f} |")
+                   f"{r['markers_ms']:.1f} | {r['planning_ms']:.1f} | {r['prepare_ms']:.1f} | "
+                   f"{r.get('source_latest_ms', 0.0):.1f} | "
+                   f"{r.get('source_partitions_ms', 0.0):.1f} | "
+                   f"{r.get('source_tasks', 0.0):.1f} |")
     return out
 
 

@@ -46,6 +46,7 @@ from ..errors import EosKafkaError
 from ..faults import fault_point
 from ..offsets import from_spark_offset, to_spark_offset
 from ..options import SourceOptions
+from ..sink.timings import Phases
 from ..wire.groups import commit_offsets
 from .packing import pack_ranges
 from .partition_reader import arrow_schema_of, read_partition
@@ -138,7 +139,10 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # drain this is the only hook that sees the last batch's end.
             self._report_progress(base)
         fault_point("plan.latest")  # the availability harness holds planning here
+        timing = Phases("source_latest")
         latest = self.planner.latest_offsets(base, max_offsets, target=self._target)
+        timing.mark("latest_offsets")  # Metadata + one Fetch per leader
+        timing.write()
         self._latest = latest.latest
         end = latest.end
         if use_min and self._target is None and self._too_early(latest.available):
@@ -185,11 +189,16 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._known_end = e  # after a restart on pyspark < 4.2 this is how the reader learns it
         if s == e:
             return []
+        timing = Phases("source_partitions")
         ranges = self.planner.plan(s, e)
+        timing.mark("plan")  # Metadata + one Fetch per leader (the data-loss check)
         lag = sum(max(0, off - e.get(tp, off)) for tp, off in self._latest.items())
         log.info("eoskafka source: batch of %d offsets in %d ranges; %d offsets behind latest",
                  sum(r.end - r.start for r in ranges), len(ranges), lag)
-        return to_input_partitions(self.options, ranges)
+        parts = to_input_partitions(self.options, ranges)
+        timing.mark("pack")
+        timing.write(ranges=len(ranges), tasks=len(parts))
+        return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: stream the partition's visible records as Arrow batches."""

@@ -258,11 +258,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default=",".join(FLOORS),
                         help="comma-separated, of: " + "; ".join(FLOORS))
     parser.add_argument("--out", type=Path, default=Path("bench-results/latency-floor.json"))
+    parser.add_argument("--installed-pyspark", action="store_true",
+                        help="Python workers import the installed pyspark (as the latency "
+                             "bench's option of that name)")
+    parser.add_argument("--attempts", type=int, default=3,
+                        help="starts of a query whose Python worker did not connect back")
     args = parser.parse_args(argv)
     import tempfile
 
     from pyspark.sql import SparkSession
 
+    from .bench import installed_pyspark_home
+
+    scratch = Path(tempfile.mkdtemp(prefix="eoskafka-floor-"))
+    if args.installed_pyspark:
+        os.environ["SPARK_HOME"] = str(installed_pyspark_home(scratch))
     os.environ["PYSPARK_PYTHON"] = sys.executable
     spark = (SparkSession.builder.master("local[2]").appName("eoskafka-latency-floor")
              .config("spark.ui.enabled", "false")
@@ -270,11 +280,22 @@ def main(argv: list[str] | None = None) -> int:
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.python.authenticate.socketTimeout", "120s")
              .getOrCreate())
-    scratch = Path(tempfile.mkdtemp(prefix="eoskafka-floor-"))
+    results = []
     try:
         register(spark)
-        results = [run(spark, v, args.rate, args.trigger, scratch, args.seconds)
-                   for v in args.variants.split(",")]
+        for variant in args.variants.split(","):
+            for attempt in range(args.attempts):
+                try:
+                    results.append(run(spark, variant, args.rate, args.trigger, scratch,
+                                       args.seconds))
+                    break
+                except RuntimeError as exc:
+                    # Spark gives a new Python worker 10 s (hard-coded) to connect back: a
+                    # loaded machine's first worker of a query can miss it.
+                    if "connect back" not in str(exc) or attempt + 1 == args.attempts:
+                        raise
+                    print(f"{variant}: a Python worker did not connect back; again",
+                          flush=True)
     finally:
         spark.stop()
     args.out.parent.mkdir(parents=True, exist_ok=True)

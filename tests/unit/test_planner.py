@@ -420,3 +420,33 @@ def test_a_packed_partition_reads_its_ranges_one_after_the_other(
                                 {"a": {"0": 10, "1": 10, "2": 10}})
     assert list(reader.read(only)) == [0, 1, 2]
     assert read == [(0, 0), (1, 0), (2, 0)]
+
+
+def test_plan_takes_the_bounds_latest_offsets_just_fetched_for_the_same_batch(
+        cluster: FakeCluster) -> None:
+    """Spark asks latestOffset(start) then partitions(start, end): one Fetch of bounds a
+    batch, not two. A replay, another start or a new planner fetch afresh."""
+    cluster.set("a", 0, 0, 10)
+    cluster.set("a", 1, 0, 4)
+    p = planner()
+    end = p.latest_offsets({A0: 2, A1: 0}).end
+    assert cluster.bounds_calls == 1
+    first = p.plan({A0: 2, A1: 0}, end)
+    assert cluster.bounds_calls == 1
+    assert p.plan({A0: 2, A1: 0}, end) == first  # used once: the replay asks again
+    assert cluster.bounds_calls == 2
+    p.latest_offsets({A0: 2, A1: 0})
+    p.plan({A0: 3, A1: 0}, end)  # another start: asks again
+    assert cluster.bounds_calls == 4
+
+
+def test_reused_bounds_still_find_data_lost_before_the_batch(cluster: FakeCluster) -> None:
+    cluster.set("a", 0, 5, 10)
+    p = planner()
+    end = p.latest_offsets({A0: 2}).end
+    with pytest.raises(DataLossError, match="a-0: offsets 2 to 4"):
+        p.plan({A0: 2}, end)
+    lenient = planner(failOnDataLoss="false")
+    end = lenient.latest_offsets({A0: 2}).end
+    assert [(r.start, r.end) for r in lenient.plan({A0: 2}, end)] == [(5, 10)]
+    assert cluster.bounds_calls == 2

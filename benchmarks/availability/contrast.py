@@ -49,7 +49,7 @@ FAULTS = {"none": "no fault",
 
 
 def fault_jar() -> Path:
-    """Compile ``faults/KillBeforeCommitLog.java`` against pyspark's jars (cached)."""
+    """Compile ``java/KillBeforeCommitLog.java`` against pyspark's jars (cached)."""
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"

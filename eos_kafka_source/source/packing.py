@@ -12,8 +12,8 @@ wave, and an exactly-once sink whose partitions follow the input's opens fewer
 transactions per batch.
 
 How: a range holding more than an equal share of the batch (``ceil(total / bins)``) is first
-cut into near-equal pieces of at most that share, as ``minPartitions`` cuts, if the pieces
-keep at least :data:`MIN_PIECE` offsets (a piece costs a task one more Fetch round trip).
+cut into near-equal pieces of at most that share, as ``minPartitions`` cuts, when the share
+is at least :data:`MIN_PIECE` offsets (a piece costs a task one more Fetch round trip).
 Then the ranges go, largest first, to the bin holding the fewest offsets so far (ties: the
 lowest bin); with ``maxRecordsPerPartition`` a range only goes to a bin it fits in, else to a
 new bin (that option is a hard cap, this one a wish). Inside a bin the ranges are sorted by
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 from ..offsets import OffsetRange, plan_ranges
 
-#: Smallest piece a range is cut into to even the bins out (offsets).
+#: Smallest equal share (offsets) for which ranges are cut to even the bins out.
 MIN_PIECE = 10_000
 
 
@@ -64,7 +64,7 @@ def pack_ranges(ranges: Sequence[OffsetRange], max_partitions: int | None,
 
 
 def _cut(r: OffsetRange, share: int) -> list[OffsetRange]:
-    """``r`` in near-equal pieces of at most ``share`` offsets, none under MIN_PIECE."""
+    """``r`` in near-equal pieces of at most ``share`` offsets (a share under MIN_PIECE: whole)."""
     size = r.end - r.start
     if size <= share or share < MIN_PIECE:
         return [r]

@@ -92,10 +92,10 @@ demo-docker:
 ## Per-task and Spark figures on the embedded broker, then the side-by-side with Spark's
 ## own Kafka connector on Apache Kafka (bench-results/latest.md, bench-results/versus.md).
 bench: bench-setup
-	$(PY) -m benchmarks.run
-	$(PY) -m benchmarks.versus
+	$(PY) -m benchmarks.throughput
+	$(PY) -m benchmarks.throughput connector
 
-## The benchmarks' extra (matplotlib: PNG charts beside their tables, benchmarks/charts.py).
+## The benchmarks' extra (matplotlib: PNG charts beside their tables, benchmarks/common/charts.py).
 BENCH_STAMP := $(VENV)/.installed-bench
 bench-setup: $(BENCH_STAMP)
 
@@ -107,15 +107,15 @@ $(BENCH_STAMP): $(STAMP)
 ## exactly-once and at-least-once, at 1k/20k/100k rec/s and three triggers, interleaved
 ## (bench-results/latency.md + .json + latency-cdf-*.png). ~30 min;
 ## LATENCY_ARGS="--step 15 --settle 5 --rates 20000 --triggers default" for a short one.
-## Then the floor of Spark's Python data source, no Kafka (bench-results/latency-floor.json).
+## Beside them, in the same tables: the floor of Spark's Python data source at the same rates,
+## triggers and partitions, no Kafka (two waves of tasks and one; benchmarks/latency/floor.py).
 LATENCY_ARGS ?=
 bench-latency: bench-setup kafka-jars
 	nice -n 0 $(PY) -m benchmarks.latency $(LATENCY_ARGS)
-	nice -n 0 $(PY) -m benchmarks.latency_floor
 
 ## Only the comparison with Spark's Kafka connector (Apache Kafka started by the benchmark).
 bench-connector: bench-setup
-	$(PY) -m benchmarks.versus
+	$(PY) -m benchmarks.throughput connector
 
 ## The driver's commit of one batch as tasks (64, 256, 1,000) and output partitions (8, 64)
 ## grow, on a 3-node Apache Kafka: bench-results/scale.md, .json, .png (docs/scale.md).
@@ -126,7 +126,7 @@ bench-scale: bench-setup kafka-jars
 
 ## Long life: one exactly-once query for BATCHES small micro-batches (default 10,000; a few
 ## hours on 2 cores), sampling RSS, checkpoint and decision-log files, ids on the broker and
-## commit time: bench-results/longrun.md + .json + PNG curves (benchmarks/longrun.py).
+## commit time: bench-results/longrun.md + .json + PNG curves (benchmarks/longrun/).
 BATCHES ?= 10000
 bench-longrun: bench-setup kafka-jars
 	$(PY) -m benchmarks.longrun --batches $(BATCHES)
@@ -134,10 +134,10 @@ bench-longrun: bench-setup kafka-jars
 ## At-least-once vs exactly-once under the same faults, duplicates counted with Kafka's
 ## console consumer: bench-results/contrast.md and the contrast table in docs/performance.md.
 contrast: setup
-	$(PY) -m benchmarks.contrast
+	$(PY) -m benchmarks.availability contrast
 
 ## Availability under Kafka's operations, Spark's connector beside eoskafka, on a 3-node
-## Apache Kafka (benchmarks/availability.py): faults by kind x moment, query failures and
+## Apache Kafka (benchmarks/availability/): faults by kind x moment, query failures and
 ## the longest stall per connector: bench-results/availability.md and .json.
 ## AVAILABILITY_ARGS=--short for the quick subset (CI); --kinds/--moments/--seed.
 AVAILABILITY_ARGS ?=

@@ -73,6 +73,11 @@ SOURCE = (
         "(when there are enough offsets)", "stream:min_partitions"),
     Opt("maxRecordsPerPartition", "none", "split offset ranges into tasks of at most this many "
         "offsets", "stream:max_records_per_partition"),
+    Opt("maxPartitions", "none (one task per offset range, as Spark's connector)",
+        "eoskafka's own: pack each batch's offset ranges into at most this many Spark tasks; "
+        "set it to the task slots, `spark.sparkContext.defaultParallelism`, for one wave of "
+        "tasks a batch (see [Notes on reading](#notes-on-reading))",
+        "stream:max_partitions"),
     Opt("failOnDataLoss", "`true`", "offsets deleted by retention, and topics deleted while the "
         "query runs (between batches or in the middle of a task), fail it "
         "(`EOSKAFKA_DATA_LOSS`); `false` skips them with a warning",

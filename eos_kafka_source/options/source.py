@@ -259,6 +259,9 @@ class SourceOptions:
     max_trigger_delay_ms: int = 15 * 60_000
     min_partitions: int | None = None
     max_records_per_partition: int | None = None
+    #: At most this many input partitions a batch (ranges packed: source/packing.py);
+    #: None: one per range, as Spark's connector.
+    max_partitions: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
     read_committed: bool = True
@@ -298,6 +301,11 @@ class SourceOptions:
         default_bound = streaming and max_per is None
         if default_bound:  # never below minOffsetsPerTrigger, which must stay reachable
             max_per = max(DEFAULT_MAX_OFFSETS_PER_TRIGGER, min_per or 0)
+        min_parts = _int(opts, "minPartitions", None)
+        max_parts = _int(opts, "maxPartitions", None)
+        if min_parts is not None and max_parts is not None and min_parts > max_parts:
+            raise ConfigError(f"minPartitions ({min_parts}) is greater than maxPartitions "
+                              f"({max_parts}); lower minPartitions or raise maxPartitions.")
         raw_delay = _get(opts, "maxTriggerDelay")
         delay = 15 * 60_000 if raw_delay is None else parse_duration_ms("maxTriggerDelay",
                                                                         raw_delay)
@@ -305,8 +313,9 @@ class SourceOptions:
             client=client, subscription=subscription, starting=starting, ending=ending,
             max_offsets_per_trigger=max_per, min_offsets_per_trigger=min_per,
             max_trigger_delay_ms=delay, default_read_bound=default_bound,
-            min_partitions=_int(opts, "minPartitions", None),
+            min_partitions=min_parts,
             max_records_per_partition=_int(opts, "maxRecordsPerPartition", None),
+            max_partitions=max_parts,
             fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
             include_headers=_bool(opts, "includeHeaders", False),
             read_committed=read_committed,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 import uuid
@@ -12,7 +13,8 @@ import pyarrow as pa
 from kafka.protocol.admin import DeleteTopicsRequest
 
 from eos_kafka_source.client_config import ClientConfig
-from eos_kafka_source.wire import KafkaWire, create_topic
+from eos_kafka_source.errors import KafkaProtocolError, TopicNotFoundError
+from eos_kafka_source.wire import KafkaWire, create_topic, fetch_bounds, fetch_metadata, leader_of
 
 VALUE_SIZE = 100
 #: Rows per Arrow batch handed to a sink task (Spark's arrow.maxRecordsPerBatch default).
@@ -221,3 +223,28 @@ def row_of(section: str, name: str, runs: Runs, *, expected: int | None = None,
     times = good or [seconds for _, seconds in runs]
     return Row(section, name, want, statistics.median(times),
                [round(seconds, 4) for _, seconds in runs], note="; ".join(notes))
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def ready_topic(cfg: ClientConfig, name: str, partitions: int = 8) -> str:
+    """A new topic whose every partition answers a Fetch.
+
+    Right after CreateTopics, Kafka can answer a first Produce with
+    NOT_LEADER_OR_FOLLOWER, which eoskafka's task writer does not retry yet.
+    """
+    topic = new_topic(cfg, name, partitions)
+    deadline = time.monotonic() + 60
+    with KafkaWire(cfg) as wire:
+        while True:
+            try:
+                info = fetch_metadata(wire, [topic])
+                fetch_bounds(wire, {(topic, p): leader_of(info, (topic, p))
+                                    for p in range(partitions)})
+                return topic
+            except (KafkaProtocolError, TopicNotFoundError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)  # the partitions' leadership is still being set up

@@ -6,7 +6,7 @@ Apache Kafka 4.3 node; a feeder thread writes small committed transactions to a
 eoskafka (read_committed) → eoskafka exactly-once sink, ``local[2]``, trigger
 ``processingTime`` ``--trigger-ms`` (0: back to back), ``maxOffsetsPerTrigger``
 ``--max-offsets``. Every ``--sample-every`` batches it samples what a per-batch leak
-would grow (longrun_probes): RSS, open files and threads of the driver JVM, of the
+would grow (:mod:`.probes`): RSS, open files and threads of the driver JVM, of the
 long-lived planning worker and of the other Python workers; the JVM's heap after a full
 GC; checkpoint and decision-log bytes and files; transactional ids and active producer
 ids on the broker (Kafka's ``kafka-transactions``); the driver commit time (decision to
@@ -35,10 +35,9 @@ from typing import Any
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.apache_kafka.tools import KafkaTools
 
-from . import longrun_probes as probes
-from .common import client
-from .longrun_report import save
-from .versus import ready_topic
+from ..common import client, ready_topic
+from . import probes
+from .report import save
 
 PARTITIONS = 2
 #: Batches before anything that is kept "for the last 100 batches" has filled: Spark's
@@ -285,7 +284,8 @@ def _deadline(hhmm: str | None) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.longrun",
+                                 description=__doc__.splitlines()[0])
     ap.add_argument("--batches", type=int, default=10_000)
     ap.add_argument("--sample-every", type=int, default=0, help="batches; 0: batches/100")
     ap.add_argument("--trigger-ms", type=int, default=0)

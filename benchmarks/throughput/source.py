@@ -20,7 +20,7 @@ from eos_kafka_source.source.partition_reader import BATCH_ROWS, arrow_schema_of
 from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.wire import KafkaWire, LogCursor, fetch_bounds, fetch_metadata, leader_of
 
-from .common import (
+from ..common import (
     VALUE_SIZE,
     Row,
     Sizes,

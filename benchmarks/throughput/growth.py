@@ -16,9 +16,7 @@ from dataclasses import dataclass
 
 from eos_kafka_source.client_config import ClientConfig
 
-from . import sink as sink_bench
-from . import source
-from .common import (
+from ..common import (
     SINK_BATCH_ROWS,
     Sizes,
     delete_topic,
@@ -28,6 +26,8 @@ from .common import (
     timed,
     value_batches,
 )
+from . import sink as sink_bench
+from . import source
 
 #: (partitions, value bytes) of each cell, in table order.
 CELLS: tuple[tuple[int, int], ...] = ((1, 100), (8, 100), (32, 100), (1, 1_000), (1, 10_000))

@@ -1,4 +1,4 @@
-"""eoskafka against Spark's own Kafka connector: ``python -m benchmarks.versus``.
+"""eoskafka against Spark's own Kafka connector: ``python -m benchmarks.throughput connector``.
 
 One run, one Apache Kafka broker (started here, KRaft, one node), one
 ``local[2]`` SparkSession with the connector's jars; the same data for both, and
@@ -32,10 +32,8 @@ from typing import Any
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.apache_kafka.spark_connector import connector_version, spark_jars
 from eos_kafka_source.client_config import ClientConfig
-from eos_kafka_source.errors import KafkaProtocolError, TopicNotFoundError
-from eos_kafka_source.wire import KafkaWire, fetch_bounds, fetch_metadata, leader_of
 
-from .common import new_topic, unique
+from ..common import load, ready_topic, unique
 from .sink import COMMIT_TASK_RECORDS, OUTPUT_PARTITIONS, EosSink, task_records
 
 DEFAULT_OUT = Path("bench-results/versus.md")
@@ -59,31 +57,6 @@ class Measure:
 
     def rate(self, fmt: str) -> float:
         return self.records / self.median(fmt)
-
-
-def load() -> float:
-    return os.getloadavg()[0]
-
-
-def ready_topic(cfg: ClientConfig, name: str, partitions: int = PARTITIONS) -> str:
-    """A new topic whose every partition answers a Fetch.
-
-    Right after CreateTopics, Kafka can answer a first Produce with
-    NOT_LEADER_OR_FOLLOWER, which eoskafka's task writer does not retry yet.
-    """
-    topic = new_topic(cfg, name, partitions)
-    deadline = time.monotonic() + 60
-    with KafkaWire(cfg) as wire:
-        while True:
-            try:
-                info = fetch_metadata(wire, [topic])
-                fetch_bounds(wire, {(topic, p): leader_of(info, (topic, p))
-                                    for p in range(partitions)})
-                return topic
-            except (KafkaProtocolError, TopicNotFoundError):
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)  # the partitions' leadership is still being set up
 
 
 def interleaved(measure: Measure, runs: int, work: dict[str, Callable[[], None]],
@@ -269,7 +242,7 @@ def table(measures: list[Measure]) -> list[str]:
 
 
 #: The page whose marked sections the benchmarks rewrite.
-README = Path(__file__).parents[1] / "docs" / "performance.md"
+README = Path(__file__).parents[2] / "docs" / "performance.md"
 
 
 def into_readme(name: str, lines: list[str], readme: Path = README) -> None:
@@ -300,7 +273,7 @@ def save(out: Path, measures: list[Measure], env: dict[str, Any]) -> None:
 
 def chart(path: Path, measures: list[Measure], when: str) -> Path | None:
     """Throughput of each measure, built-in beside eoskafka (needs the ``bench`` extra)."""
-    from . import charts
+    from ..common import charts
 
     groups = {_short(m.name): {("built-in" if f == "kafka" else f): m.rate(f) / 1e3
                                for f in m.times}
@@ -318,7 +291,8 @@ def _short(name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.versus", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.throughput connector",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)

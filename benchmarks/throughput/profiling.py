@@ -15,8 +15,8 @@ from pathlib import Path
 
 from eos_kafka_source.client_config import ClientConfig
 
+from ..common import Sizes, delete_topic, new_topic, value_batches
 from . import sink, source
-from .common import Sizes, delete_topic, new_topic, value_batches
 
 COMMIT_TASKS = 64
 

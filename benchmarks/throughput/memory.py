@@ -1,6 +1,6 @@
 """Peak memory of one task writing, then reading, a partition of N records.
 
-Each measure runs in its own Python process (``python -m benchmarks.memory write|read
+Each measure runs in its own Python process (``python -m benchmarks.throughput.memory write|read
 BOOTSTRAP TOPIC N``), so its peak RSS (``VmHWM``) is the task's alone: a
 :class:`TaskWriter` writes N 100-byte records to a 1-partition topic in one exactly-once
 transaction (what one Spark task does in one micro-batch) and the driver protocol commits
@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from eos_kafka_source.client_config import ClientConfig
 
-from .common import SINK_BATCH_ROWS, Sizes, client, delete_topic, new_topic, values_array
+from ..common import SINK_BATCH_ROWS, Sizes, client, delete_topic, new_topic, values_array
 
 LIMIT_MB = 300
 #: "Flat": the peak at the largest N at most this much above the peak at the smallest.
@@ -134,7 +134,7 @@ def child(argv: list[str]) -> int:
 
 def _run_child(op: str, bootstrap: str, topic: str, records: int) -> Measure:
     out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.memory", op, bootstrap, topic, str(records)],
+        [sys.executable, "-m", "benchmarks.throughput.memory", op, bootstrap, topic, str(records)],
         capture_output=True, text=True, check=False, timeout=900,
     )
     if out.returncode:

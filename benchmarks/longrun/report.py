@@ -15,7 +15,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .charts import line_chart
+from ..common.charts import line_chart
 
 SLACK = 0.10
 

@@ -1,6 +1,6 @@
 """Per-batch growth without Spark: the hooks of one micro-batch, called in a loop.
 
-``python -m benchmarks.longrun_loop BATCHES`` starts one Apache Kafka 4.3 node and runs
+``python -m benchmarks.longrun loop BATCHES`` starts one Apache Kafka 4.3 node and runs
 BATCHES micro-batches in this one process the way Spark's long-lived workers call them:
 the stream reader's ``latestOffset``/``partitions``/``commit`` (the planning worker),
 ``streamWriter()`` per batch (its worker is reused), the tasks' ``read``/``write`` and the
@@ -31,9 +31,8 @@ from eos_kafka_source.broker import EmbeddedBroker
 from eos_kafka_source.datasource import EosKafkaDataSource
 from eos_kafka_source.sink.spark_writer import EosKafkaStreamWriter, _Writer
 
-from .common import client
-from .longrun import PARTITIONS, Feeder
-from .versus import ready_topic
+from ..common import client, ready_topic
+from .bench import PARTITIONS, Feeder
 
 
 class Batches:
@@ -96,7 +95,8 @@ def rss_mb() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.longrun loop",
+                                 description=__doc__.splitlines()[0])
     ap.add_argument("batches", type=int)
     ap.add_argument("--every", type=int, default=100)
     ap.add_argument("--base", type=int, default=200, help="batch of the heap's baseline")

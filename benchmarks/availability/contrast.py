@@ -1,6 +1,7 @@
-"""At-least-once vs exactly-once, measured: ``python -m benchmarks.contrast`` (``make contrast``).
+"""At-least-once vs exactly-once, measured: ``make contrast``
+(``python -m benchmarks.availability contrast``).
 
-The same copy job (``benchmarks/contrast_job.py``: Spark's Kafka source ->
+The same copy job (``benchmarks/availability/contrast_job.py``: Spark's Kafka source ->
 pass-through -> sink, AvailableNow, 3 batches of 2,000) runs once per sink and
 fault schedule against one Apache Kafka broker started here:
 
@@ -32,10 +33,11 @@ from eos_kafka_source.apache_kafka.jars import cache_root
 from eos_kafka_source.apache_kafka.spark_connector import connector_version, spark_jars
 from eos_kafka_source.client_config import ClientConfig
 
-from .versus import into_readme, ready_topic
+from ..common import ready_topic
+from ..throughput.versus import into_readme
 
-ROOT = Path(__file__).parents[1]
-FAULT_SOURCE = Path(__file__).with_name("faults") / "KillBeforeCommitLog.java"
+ROOT = Path(__file__).parents[2]
+FAULT_SOURCE = Path(__file__).with_name("java") / "KillBeforeCommitLog.java"
 OUT = Path("bench-results/contrast.md")
 RECORDS_PER_PARTITION = 2000
 PARTITIONS = 3
@@ -47,7 +49,7 @@ FAULTS = {"none": "no fault",
 
 
 def fault_jar() -> Path:
-    """Compile ``faults/KillBeforeCommitLog.java`` against pyspark's jars (cached)."""
+    """Compile ``java/KillBeforeCommitLog.java`` against pyspark's jars (cached)."""
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"
@@ -86,8 +88,9 @@ def run_job(fmt: str, bootstrap: str, src: str, out: str, ckpt: Path, jars: str,
             env_extra: dict[str, str]) -> int:
     env = {**os.environ, "PYTHONPATH": str(ROOT), **env_extra}
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.contrast_job", fmt, bootstrap, src, out, str(ckpt),
-         jars], env=env, cwd=ROOT, capture_output=True, timeout=900, start_new_session=True)
+        [sys.executable, "-m", "benchmarks.availability.contrast_job", fmt, bootstrap, src, out,
+         str(ckpt), jars],
+        env=env, cwd=ROOT, capture_output=True, timeout=900, start_new_session=True)
     if proc.returncode not in (0, 137) or os.environ.get("EOSKAFKA_CONTRAST_VERBOSE"):
         print(proc.stdout.decode()[-2000:], proc.stderr.decode()[-4000:])
     return proc.returncode
@@ -152,7 +155,8 @@ def write_report(outcomes: list[Outcome], header: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.contrast", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.availability contrast",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--faults", default="task,kill")
     parser.add_argument("--sinks", default="kafka,eoskafka")
@@ -173,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
                 print("\n".join(table(outcomes[-1:])[2:]), flush=True)
     import pyspark
 
-    header = [f"Measured {started} by `make contrast` (benchmarks/contrast.py): pyspark "
-              f"{pyspark.__version__} local[2,3], spark-sql-kafka-0-10_2.13 "
+    header = [f"Measured {started} by `make contrast` (benchmarks/availability/contrast.py): "
+              f"pyspark {pyspark.__version__} local[2,3], spark-sql-kafka-0-10_2.13 "
               f"{connector_version()}, Apache Kafka 4.3.1 (1 node). Input: "
               f"{PARTITIONS * RECORDS_PER_PARTITION:,} distinct values, read in 3 batches of "
               "2,000 by Spark's Kafka source; output counted with kafka-python's KafkaConsumer "

@@ -4,7 +4,7 @@
 
 One 3-node Apache Kafka 4.3 (KRaft, each node broker and controller, replication 3,
 ``min.insync.replicas`` 2) and one SparkSession serve a schedule of (fault kind, moment)
-cells (:mod:`.availability_faults`, :mod:`.availability_run`). Each cell runs the same copy
+cells (:mod:`.faults`, :mod:`.runner`). Each cell runs the same copy
 job twice, with ``format("kafka")`` (Spark's connector, at-least-once) and with
 ``format("eoskafka")``, each on fresh topics and a fresh checkpoint, the cluster whole (every
 replica in sync) before each run. Per run: query failures (a ``StreamingQueryException``
@@ -29,15 +29,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT / "tests"))  # the marker oracle (tests/oracle.py)
 
 from eos_kafka_source.apache_kafka import KafkaCluster  # noqa: E402
 from eos_kafka_source.apache_kafka.spark_connector import connector_version, spark_jars  # noqa: E402
 from eos_kafka_source.wire.cluster import create_topic  # noqa: E402
 
-from .availability_faults import KINDS, settled, wait_whole, wire_for  # noqa: E402
-from .availability_run import MOMENTS, PARTITIONS, RECORDS, Run, RunResult  # noqa: E402
+from .faults import KINDS, settled, wait_whole, wire_for  # noqa: E402
+from .runner import MOMENTS, PARTITIONS, RECORDS, Run, RunResult  # noqa: E402
 
 OUT = Path("bench-results/availability")
 CONNECTORS = ("kafka", "eoskafka")
@@ -274,11 +274,11 @@ def write(results: list[RunResult], args: argparse.Namespace, started: str, seco
 
     out.parent.mkdir(parents=True, exist_ok=True)
     merged = f" and the runs of {', '.join(args.merge)}" if args.merge else ""
-    when = (f"Measured {started} by `make availability` (benchmarks/availability.py"
+    when = (f"Measured {started} by `make availability` (benchmarks/availability"
             f"{' --short' if args.short else ''}, seed {args.seed}), {seconds / 60:.0f} min"
             f"{merged}")
     if args.report_only:
-        when = f"The runs of {', '.join(args.merge)} (benchmarks/availability.py)"
+        when = f"The runs of {', '.join(args.merge)} (benchmarks/availability)"
     header = (f"{when}: "
               f"pyspark {pyspark.__version__} local[2,4], spark-sql-kafka-0-10_2.13 "
               f"{connector_version()}, Apache Kafka 4.3.1, 3 nodes (replication 3, "

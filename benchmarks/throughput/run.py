@@ -1,4 +1,4 @@
-"""Entry point: ``python -m benchmarks.run [--quick] [--records N] [--out PATH] [--profile]``.
+"""``python -m benchmarks.throughput [--quick] [--records N] [--out PATH] [--profile]``.
 
 Starts one embedded broker for the whole run, measures the per-task source and
 sink paths without Spark (each against references measured in the same run),
@@ -21,8 +21,8 @@ from typing import Any
 
 from eos_kafka_source.broker import EmbeddedBroker
 
+from ..common import Row, Sizes, client
 from . import growth, memory, pipeline, sink, source
-from .common import Row, Sizes, client
 from .profiling import profile
 from .report import Section, environment, print_row, save, summary
 
@@ -34,7 +34,7 @@ QUICK_GROWTH_BYTES = 3_000_000
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.throughput", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help=f"a small smoke run ({QUICK_RECORDS:,} records, under a minute)")

@@ -36,7 +36,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .availability_faults import Fault, coordinator_of, leader_of, replicas_of
+from .faults import Fault, coordinator_of, leader_of, replicas_of
 
 MOMENTS = ("start", "restart", "planning", "reading", "writing", "commit", "fencing")
 HOLDS = {"planning": "plan.latest", "reading": "read.after_leader/0",

@@ -20,8 +20,8 @@ from typing import Any
 
 from eos_kafka_source.client_config import ClientConfig
 
+from ..common import Row, Sizes, delete_topic, measure_rounds, new_topic, row_of
 from . import source
-from .common import Row, Sizes, delete_topic, measure_rounds, new_topic, row_of
 
 SECTION = "Spark end to end"
 #: Input and output partitions: one per local[2] core.

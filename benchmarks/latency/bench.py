@@ -8,11 +8,16 @@ the variants take turns (their order alternates per trigger), each query on fres
 Inside a query the feeder steps through the rates (1k, 20k, 100k records/s); each step's
 first ``--settle`` seconds are not counted (the backlog of the step before drains).
 
+Beside them, the floor of Spark's Python data source at the same rates, triggers and
+partitions, no Kafka (:mod:`.floor`): Spark's ``rate`` -> ``noop``, and a Python source into a
+Python Arrow sink with 4 input partitions (two waves of tasks on ``local[2]``) and with 2
+(one wave); their batch times are the floor rows of the tables.
+
 A read_committed watcher times every record from the feeder's Produce to the Fetch that
-returned it (:mod:`.latency_probe`). Spark's StreamingQueryProgress gives each batch's
+returned it (:mod:`.probe`). Spark's StreamingQueryProgress gives each batch's
 phases (durationMs); eoskafka's driver steps time themselves when ``EOSKAFKA_TIMINGS``
 names a file (:mod:`eos_kafka_source.sink.timings`). Writes ``bench-results/latency.md``,
-``.json`` and CDF charts ``latency-cdf-*.png`` (:mod:`.latency_report`).
+``.json`` and CDF charts ``latency-cdf-*.png`` (:mod:`.report`).
 """
 
 from __future__ import annotations
@@ -31,10 +36,10 @@ from typing import Any
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.client_config import ClientConfig
 
-from .common import unique
-from .latency_probe import BUCKET_NS, Feeder, Watcher
-from .latency_report import save
-from .versus import load, ready_topic
+from ..common import load, ready_topic, unique
+from . import floor
+from .probe import BUCKET_NS, Feeder, Watcher
+from .report import save
 
 DEFAULT_OUT = Path("bench-results/latency.md")
 PARTITIONS = 4
@@ -45,12 +50,16 @@ VARIANTS: dict[str, tuple[str, str, str | None]] = {
     "built-in at-least-once": ("kafka", "kafka", None),
     "eoskafka exactly-once": ("eoskafka", "eoskafka", None),
     "eoskafka at-least-once": ("eoskafka", "eoskafka", "at_least_once"),
+    floor.JVM: ("", "", None),
+    floor.PYTHON: ("", "", None),
+    floor.PYTHON_ONE_WAVE: ("", "", None),
 }
 #: Run on request (--variants): one side eoskafka, the other Spark's connector, to say
 #: which side of a task the time is spent on.
 SPLIT_VARIANTS: dict[str, tuple[str, str, str | None]] = {
     "eoskafka source + built-in sink": ("eoskafka", "kafka", None),
     "built-in source + eoskafka exactly-once sink": ("kafka", "eoskafka", None),
+    floor.SIMPLE: ("", "", None),
 }
 TRIGGERS: dict[str, str | None] = {"default": None, "1 s": "1 second", "100 ms": "100 milliseconds"}
 
@@ -116,8 +125,11 @@ def _wait(until: Any, deadline_s: float, what: str, query: Any, *probes: Any) ->
 
 
 def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, variant: str,
-              trigger: str, rates: list[int], step_s: float, settle_s: float) -> dict[str, Any]:
+              trigger: str, rates: list[int], step_s: float, settle_s: float,
+              max_partitions: int = 0) -> dict[str, Any]:
     """One query of ``variant`` at ``trigger`` through every rate; its raw measurements."""
+    if variant in floor.FLOORS:
+        return run_floor(spark, scratch, variant, trigger, rates, step_s, settle_s)
     source_fmt, sink_fmt, delivery = {**VARIANTS, **SPLIT_VARIANTS}[variant]
     source = ready_topic(cfg, "lat-in", PARTITIONS)
     sink = ready_topic(cfg, "lat-out", PARTITIONS) if source_fmt else source
@@ -125,7 +137,7 @@ def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, vari
     feeder.start()
     watcher.start()
     query = _start(spark, bootstrap, scratch, (source_fmt, sink_fmt), delivery, trigger,
-                   source, sink)
+                   source, sink, max_partitions)
     steps: list[dict[str, Any]] = []
     try:
         # Warm-up: the first batches start Python workers and JVM code paths; measured
@@ -170,13 +182,45 @@ def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, vari
             "feeder_behind_max_s": feeder.behind_max_s}
 
 
+def run_floor(spark: Any, scratch: Path, variant: str, trigger: str, rates: list[int],
+              step_s: float, settle_s: float) -> dict[str, Any]:
+    """A floor query (no Kafka) per rate, measured as a step of the Kafka variants is."""
+    steps: list[dict[str, Any]] = []
+    for rate in rates:
+        query = floor.start(spark, variant, rate, TRIGGERS.get(trigger),
+                            scratch / unique("chk-floor"))
+        try:
+            floor.warm(query)
+            begun, wall = time.monotonic_ns(), time.time()
+            loads = [load()]
+            _wait(lambda b=begun: time.monotonic_ns() - b > step_s * 1e9, step_s + 60,
+                  "the step", query)
+            loads.append(load())
+            step = {"rate": rate, "from_ns": begun + int(settle_s * 1e9),
+                    "to_ns": time.monotonic_ns(), "from_wall": wall + settle_s,
+                    "to_wall": time.time(), "load": loads, "hist": {}, "visible_at": []}
+        finally:
+            query.stop()
+        progress = [json.loads(p.json) for p in query.recentProgress]
+        step["batches"] = [_batch(p) for p in progress if _overlaps(p, step)]
+        steps.append(step)
+        print(f"  {variant} @ {trigger}, {rate:,}/s: {len(step['batches'])} batches, "
+              f"load {loads[-1]:.1f}", flush=True)
+    return {"variant": variant, "trigger": trigger, "steps": steps, "sent": 0, "received": 0,
+            "aborted": 0, "drained": True, "feeder_behind_max_s": 0.0, "floor": True}
+
+
 def _start(spark: Any, bootstrap: str, scratch: Path, formats: tuple[str, str],
-           delivery: str | None, trigger: str, source: str, sink: str) -> Any:
+           delivery: str | None, trigger: str, source: str, sink: str,
+           max_partitions: int = 0) -> Any:
     source_fmt, sink_fmt = formats
     if not source_fmt:
         return _NoQuery()
-    frame = (spark.readStream.format(source_fmt).option("kafka.bootstrap.servers", bootstrap)
-             .option("subscribe", source).option("startingOffsets", "earliest").load())
+    reader = (spark.readStream.format(source_fmt).option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", source).option("startingOffsets", "earliest"))
+    if source_fmt == "eoskafka" and max_partitions:
+        reader = reader.option("maxPartitions", max_partitions)  # one wave of tasks
+    frame = reader.load()
     writer = (frame.selectExpr("key", "value").writeStream.format(sink_fmt)
               .option("kafka.bootstrap.servers", bootstrap).option("topic", sink)
               .option("checkpointLocation", str(scratch / unique("chk"))))
@@ -236,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
                              "not Spark's pyspark.zip (see installed_pyspark_home)")
     parser.add_argument("--attempts", type=int, default=3,
                         help="starts of a query whose Python worker did not connect back")
+    parser.add_argument("--max-partitions", type=int, default=None,
+                        help="eoskafka's maxPartitions (default: the session's "
+                             "defaultParallelism, one wave of tasks; 0: one input partition "
+                             "per Kafka partition, as Spark's connector)")
     parser.add_argument("--from-json", type=Path, default=None,
                         help="no run: tables and charts again from a run's JSON")
     args = parser.parse_args(argv)
@@ -270,6 +318,12 @@ def main(argv: list[str] | None = None) -> int:
             cfg = ClientConfig.from_options({"kafka.bootstrap.servers": kafka.bootstrap_servers})
             spark = start_spark(timings, installed_pyspark_home(scratch)
                                 if args.installed_pyspark else None)
+            floor.register(spark)
+            slots = spark.sparkContext.defaultParallelism
+            max_parts = slots if args.max_partitions is None else args.max_partitions
+            tasks = min(PARTITIONS, max_parts or PARTITIONS)
+            env["eoskafka maxPartitions"] = max_parts or "unset"
+            env["eoskafka waves"] = -(-tasks // slots)
             plan = [(v, t) for i, t in enumerate(triggers) for v in
                     (variants if i % 2 == 0 else variants[::-1]) if v != PROBE]
             if PROBE in variants:
@@ -279,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{variant}, trigger {trigger}", flush=True)
                     try:
                         runs.append(run_query(spark, cfg, kafka.bootstrap_servers, scratch,
-                                              variant, trigger, rates, args.step, args.settle))
+                                              variant, trigger, rates, args.step, args.settle,
+                                              max_parts))
                         break
                     except Exception as exc:  # noqa: BLE001 - reported; the others go on
                         print(f"  FAILED: {str(exc)[:300]}", flush=True)

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .common import Row, Sizes
+from ..common import Row, Sizes
 
 COLUMNS = ("measure", "records", "seconds", "records/s", "reference (same run)",
            "reference records/s", "ratio", "target", "result")

@@ -32,7 +32,7 @@ from eos_kafka_source.sink.task_writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
 from eos_kafka_source.wire.kept import kept_wire
 
-from .common import (
+from ..common import (
     Row,
     Sizes,
     Timed,

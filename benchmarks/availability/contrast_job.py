@@ -8,10 +8,10 @@ The same two faults reach both sinks the same way:
   half-way through its rows (after the sink has written the first half); Spark
   retries it. Fires once (FLAG).
 * ``EOSKAFKA_KILL_BEFORE_COMMIT_LOG=BATCH@FLAG``: the driver JVM halts just before
-  Spark writes that batch's commit log entry (``benchmarks/faults``), i.e. after
+  Spark writes that batch's commit log entry (``benchmarks/availability/java``), i.e. after
   the sink's output for it is complete.
 
-    python -m benchmarks.contrast_job FORMAT BOOTSTRAP INPUT OUTPUT CHECKPOINT JARS
+    python -m benchmarks.availability.contrast_job FORMAT BOOTSTRAP INPUT OUTPUT CHECKPOINT JARS
 """
 
 from __future__ import annotations

@@ -81,6 +81,9 @@ POINTS: tuple[CrashPoint, ...] = (
 #: named here so the source scan knows them, swept by the task-failure tests instead.
 TASK_POINTS: frozenset[str] = frozenset({"write.after_batch", "write.after_flush"})
 
+#: Points tests use to act during a read (no durable step): not swept.
+READ_POINTS: frozenset[str] = frozenset({"recover.during_read"})
+
 BY_NAME: dict[str, CrashPoint] = {p.name: p for p in POINTS}
 
 

@@ -20,6 +20,7 @@ _TEMPLATES = {"endtxn.{verb}.answered": ("endtxn.commit.answered", "endtxn.abort
 #: PENDING: the lead empties this set after merging `core`, `identity` and `store`.
 PENDING = frozenset({
     "recover.after_write", "recover.after_record", "recover.before_done",  # helper core
+    "recover.during_read",  # helper core (a read, not swept: READ_POINTS)
     "abort.after_mark", "abort.after_fence", "prepare.after_clear_mark",  # helper identity
     "store.write", "store.before_final",  # helper store
 })
@@ -38,7 +39,8 @@ def points_in_source() -> dict[str, list[str]]:
 
 def test_every_point_in_the_sink_is_registered() -> None:
     unknown = {name: where for name, where in points_in_source().items()
-               if name not in crash_points.BY_NAME and name not in crash_points.TASK_POINTS}
+               if name not in crash_points.BY_NAME
+               and name not in crash_points.TASK_POINTS | crash_points.READ_POINTS}
     assert not unknown, (
         f"fault points not in eos_kafka_source/sink/crash_points.py: {unknown}; register "
         "each durable step there (what is durable at that moment, which hook) so the "
@@ -47,7 +49,8 @@ def test_every_point_in_the_sink_is_registered() -> None:
 
 def test_every_registered_point_is_in_the_source() -> None:
     present = points_in_source()
-    missing = [name for name in [*crash_points.names(), *crash_points.TASK_POINTS]
+    missing = [name for name in [*crash_points.names(), *crash_points.TASK_POINTS,
+                                 *crash_points.READ_POINTS]
                if name not in present and name not in PENDING]
     assert not missing, (
         f"registered crash points no fault_point() passes: {missing}; a renamed point "
@@ -56,7 +59,7 @@ def test_every_registered_point_is_in_the_source() -> None:
 
 def test_pending_points_are_registered_and_not_yet_in_the_source() -> None:
     """A pending point that reached the source (its branch merged) leaves PENDING."""
-    assert PENDING <= set(crash_points.BY_NAME)
+    assert PENDING <= set(crash_points.BY_NAME) | crash_points.READ_POINTS
     arrived = sorted(PENDING & set(points_in_source()))
     assert not arrived, f"merged: remove {arrived} from PENDING in this test"
 
@@ -64,7 +67,7 @@ def test_pending_points_are_registered_and_not_yet_in_the_source() -> None:
 def test_registry_is_well_formed() -> None:
     names = crash_points.names()
     assert len(names) == len(set(names)), "a point registered twice"
-    assert not set(names) & crash_points.TASK_POINTS
+    assert not set(names) & (crash_points.TASK_POINTS | crash_points.READ_POINTS)
     for point in crash_points.POINTS:
         assert point.hook in {"prepare", "commit", "abort", "store", "prepare/commit"}, point
         assert point.durable, point

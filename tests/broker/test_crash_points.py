@@ -181,6 +181,7 @@ def test_crash_point(cell: Cell, bootstrap: str, unique: str, tmp_path: Path,
         HELD[topic] = expected
     except BaseException as exc:
         verdict = f"FAIL: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+        _close_leftovers(bootstrap, topic)
         raise
     finally:
         record(RESULTS, point=cell.point if cell.kill == "kill" else f"{cell.point} {cell.kill}",
@@ -269,6 +270,21 @@ def _kafka_abort(query: Query) -> str:
     tools.abort_transaction(query.topic, partition, start)
     return f"aborted the {'undecided' if undecided else 'decided'} transaction at " \
            f"{partition}:{start}"
+
+
+def _close_leftovers(bootstrap: str, prefix: str) -> None:
+    """After a cell that did not hold (its verdict taken): fence the ids it may have left
+    open, so they do not fail the session's last check or stall the next cells."""
+    from eos_kafka_source.sink.fencing import fence
+    from tests.kafka_helpers import wire_for
+
+    ids = [f"{p}-{suffix}" for p in (prefix, f"{prefix}-renamed")
+           for suffix in ("0", "1", "recovery")]
+    try:
+        with wire_for(bootstrap) as wire:
+            fence(wire, ids, 60000)
+    except Exception as exc:  # noqa: BLE001 - the cell's own failure is what matters
+        print(f"could not fence {prefix}'s ids after its cell: {exc}")
 
 
 def _judge(bootstrap: str, topic: str, expected: Counter[bytes]) -> None:

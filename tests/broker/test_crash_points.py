@@ -81,7 +81,6 @@ PENDING_POINT = {
     "recover.before_done": "core",
     "abort.after_mark": "identity", "abort.after_fence": "identity",
     "prepare.after_clear_mark": "identity",
-    "store.write": "store", "store.before_final": "store",
 }
 #: Cells whose batch 1 is decided when the driver dies (a rewound checkpoint is then refused).
 DECIDED = {p for p, s in SCENARIO.items() if s == "lost"} | {
@@ -153,8 +152,6 @@ def _expected_failure(cell: Cell) -> str | None:
         why.append("fixed by core: a roll-forward's NONE confirmed by the log's markers")
     if cell.action == "rewind" and _decided(cell):
         why.append("fixed by identity: a rewound batch id is refused (EOSKAFKA_REPLAY_MISMATCH)")
-    if cell.action == "store_fail":
-        why.append("fixed by store: store.write (the restart's failing write) comes with it")
     if cell.action == "prefix" and (cell.scenario == "lost" or (
             cell.point in UNDECIDED_OPEN and cell.kill == "kill" and cell.scenario != "restart")):
         why.append("open bug: a changed prefix leaves the old prefix's open transactions open")

@@ -8,7 +8,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults test-kafka39 test-fast test-faults lint demo \
 	demo-docker availability bench bench-setup bench-latency bench-scale bench-longrun bench-connector contrast chaos \
-	chaos-operator smoke-spark smoke-spark-deps smoke-spark40 clean
+	chaos-operator sweep smoke-spark smoke-spark-deps smoke-spark40 clean
 
 setup: $(STAMP)
 
@@ -164,6 +164,20 @@ chaos: setup
 chaos-operator: kafka-jars
 	SOAK=$(SOAK) $(PY) -m tests.chaos --broker kafka --operator \
 	  $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) $(if $(CHAOS_DEADLINE),--deadline $(CHAOS_DEADLINE))
+
+## The crash-point sweep's full matrix on Apache Kafka (tests/broker/test_crash_points.py):
+## a driver SIGKILLed at every durable step's crash point (eos_kafka_source/sink/
+## crash_points.py) x each operator action in the pause (none, kafka-transactions abort,
+## eoskafka fence, a rewound checkpoint, a changed prefix, a failing decision store), then a
+## restart. Prints the matrix (point, action, verdict, seconds) and writes
+## bench-results/sweep.md; exits with pytest's status. The fast half (no operator action)
+## runs in `make test-kafka-faults`.
+SWEEP_RESULTS := $(abspath bench-results/sweep.jsonl)
+sweep: kafka-jars
+	@mkdir -p bench-results && rm -f $(SWEEP_RESULTS)
+	@status=0; EOSKAFKA_SWEEP=full EOSKAFKA_SWEEP_RESULTS=$(SWEEP_RESULTS) EOSKAFKA_TEST_BROKER=kafka \
+	  $(PY) -m pytest -q --durations=5 tests/broker/test_crash_points.py || status=$$?; \
+	  $(PY) -m tests.crash_driver report $(SWEEP_RESULTS) bench-results/sweep.md; exit $$status
 
 ## Smoke set (pytest -m smoke) on every older supported Spark minor, each in its own venv
 ## (.venv-spark4.0 ...); the newest (4.3) is the main venv's and runs in `make test`.

@@ -75,15 +75,16 @@ class KafkaTools:
 
     def consume(self, topic: str, *, read_committed: bool = True,
                 idle_timeout_ms: int = 4000,
-                max_messages: int | None = None) -> list[ConsumedRecord]:
+                max_messages: int | None = None, include: bool = False) -> list[ConsumedRecord]:
         """Every record of ``topic`` as the Java consumer sees it, from the beginning, until it
         has been idle ``idle_timeout_ms`` (or read ``max_messages``: then a long idle timeout
         costs nothing, which a loaded machine needs for the first fetch); sorted by partition
-        and offset."""
+        and offset. With ``include``, ``topic`` is a regular expression: every matching
+        topic in one run (the records do not say which topic they came from)."""
         with tempfile.TemporaryDirectory(prefix="eoskafka-consume-") as tmp:
             out = Path(tmp) / "out"
             cmd = [*_jvm(tmp), CONSOLE_CONSUMER, "--bootstrap-server", self.bootstrap,
-                   "--topic", topic,
+                   "--include" if include else "--topic", topic,
                    "--from-beginning", "--timeout-ms", str(idle_timeout_ms),
                    "--command-property",
                    f"isolation.level={'read_committed' if read_committed else 'read_uncommitted'}",
@@ -128,9 +129,22 @@ class KafkaTools:
         timeout with no coordinator state (what blocks a read_committed consumer for good)."""
         return _table(self.run(TRANSACTIONS, "find-hanging", "--broker-id", str(broker_id)))
 
+    def abort_transaction(self, topic: str, partition: int, start_offset: int) -> str:
+        """``kafka-transactions abort --topic --partition --start-offset``: what an operator
+        runs on a hanging transaction. Kafka writes an ABORT marker straight to that one
+        partition (its coordinator is not asked: it may still hold the transaction open)."""
+        return self.run(TRANSACTIONS, "abort", "--topic", topic, "--partition",
+                        str(partition), "--start-offset", str(start_offset))
+
     def describe_group(self, group: str) -> list[dict[str, str]]:
         """``kafka-consumer-groups --describe --group``: one row per partition (with LAG)."""
         return _table(self.run(CONSUMER_GROUPS, "--describe", "--group", group))
+
+    def describe_producers(self, topic: str, partition: int) -> list[dict[str, str]]:
+        """``kafka-transactions describe-producers``: the producers of one partition, with
+        ``CurrentTransactionStartOffset`` (-1 when none has a transaction open there)."""
+        return _table(self.run(TRANSACTIONS, "describe-producers", "--topic", topic,
+                               "--partition", str(partition)))
 
 
 def _jvm(tmp: str) -> list[str]:

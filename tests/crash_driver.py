@@ -1,0 +1,317 @@
+"""A real driver for the crash-point sweep (tests/broker/test_crash_points.py, issue 22).
+
+Plays Spark around the sink's own Spark-facing writer (``EosKafkaStreamWriter``): it
+writes ``<checkpoint>/offsets/N`` before a batch (as Spark's offset log does), builds the
+writer as the planning worker does (its ``prepare``), runs the tasks through
+``writer.write`` (with the task context Spark would give), then ``commit``, or ``abort``
+when ``commit`` raised, and writes ``commits/N``. Run as a process
+(``python -m tests.crash_driver crash ...``) it arms one fault point at the moment its
+scenario reaches the step under test, so ``<point>=kill`` SIGKILLs it there: a real crash,
+no abort hook, no ``finally``. The test process then restarts the query in process with
+:class:`Query` and checks the outcome from the outside.
+
+``python -m tests.crash_driver report RESULTS.jsonl [OUT.md]`` prints the sweep's matrix.
+
+Scenarios (which step each arms; batch 0 always runs cleanly first):
+
+- ``commit``: batch 1 planned and written, the fault armed for its ``commit``;
+- ``restart``: the query restarts before batch 1: its planning (a new run: roll forward,
+  fence, clear the abort mark) is armed;
+- ``abort``: batch 1's commit raises before its decision; Spark's ``abort`` is armed;
+- ``lost``: batch 1 is decided, then a zombie fences task 1's transaction before its
+  EndTxn; armed from that commit on (recovered there, or at the restart that follows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.types import BinaryType, StructField, StructType
+
+from eos_kafka_source import faults
+
+SCHEMA = StructType([StructField("value", BinaryType())])
+TASKS = 2
+ROWS = 10
+#: Rows each batch reads from the (imaginary) input: its end offset is (batch + 1) * this.
+INPUT_PER_BATCH = TASKS * ROWS
+SCENARIOS = ("commit", "restart", "abort", "lost")
+
+
+def rows(topic: str, tag: str, batch: int, task: int) -> list[bytes]:
+    """Task ``task``'s rows in ``batch``; each names its topic (one Java consumer run reads
+    every topic of the sweep and tells them apart by it)."""
+    return [f"{topic}/{tag}b{batch}t{task}-{i}".encode() for i in range(ROWS)]
+
+
+def batch_rows(topic: str, tag: str, batch: int) -> Counter[bytes]:
+    return Counter(v for p in range(TASKS) for v in rows(topic, tag, batch, p))
+
+
+@dataclass
+class Query:
+    """One streaming query into ``topic``, as Spark would drive the sink's hooks."""
+
+    bootstrap: str
+    topic: str
+    prefix: str
+    checkpoint: Path
+    lineage: str = "query-0"
+    #: Whatever Spark's hooks raised, in order (the restart's refusals are checked from it).
+    errors: list[BaseException] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.checkpoint = Path(self.checkpoint)
+        (self.checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
+        (self.checkpoint / "commits").mkdir(exist_ok=True)
+        meta = self.checkpoint / "metadata"
+        if not meta.exists():
+            meta.write_text(json.dumps({"id": self.lineage}) + "\n")
+
+    def options(self) -> dict[str, str]:
+        return {"kafka.bootstrap.servers": self.bootstrap, "topic": self.topic,
+                "checkpointLocation": str(self.checkpoint),
+                "transactionalIdPrefix": self.prefix}
+
+    # -- Spark's offset log ----------------------------------------------------------------
+
+    def write_offsets(self, batch: int, *, shift: int = 0) -> None:
+        """``offsets/<batch>`` as Spark writes it before running the batch (``shift``: a
+        rewound checkpoint plans the batch id over another range)."""
+        end = (batch + 1) * INPUT_PER_BATCH + shift
+        meta = {"batchWatermarkMs": 0, "batchTimestampMs": int(time.time() * 1000),
+                "conf": {}}
+        (self.checkpoint / "offsets" / str(batch)).write_text(
+            f"v1\n{json.dumps(meta)}\n{json.dumps({'input': {'0': end}})}")
+
+    def rewind(self, batch: int) -> None:
+        """What an operator does to reprocess: delete ``offsets/N`` and ``commits/N``."""
+        for kind in ("offsets", "commits"):
+            (self.checkpoint / kind / str(batch)).unlink(missing_ok=True)
+
+    # -- the hooks ---------------------------------------------------------------------------
+
+    def plan(self, batch: int, *, new_run: bool, shift: int = 0) -> Any:
+        """The planning worker's ``streamWriter()`` for ``batch`` (its ``prepare``)."""
+        import eos_kafka_source.sink.spark_writer as sw
+
+        if not (self.checkpoint / "offsets" / str(batch)).exists():
+            self.write_offsets(batch, shift=shift)
+        if new_run:
+            sw._PREPARED_IN_PROCESS.clear()  # a new planning worker remembers no run
+        return sw.EosKafkaStreamWriter(self.options(), SCHEMA)
+
+    def task(self, writer: Any, batch: int, task: int, values: list[bytes]) -> Any:
+        """``writer.write`` as task ``task`` of ``batch`` (the TaskContext Spark gives)."""
+        import eos_kafka_source.sink.spark_writer as sw
+
+        real = sw._task_context
+        sw._task_context = lambda: {"task_partition": task, "attempt": 0,
+                                    "task_attempt_id": -1, "batch_id": batch,
+                                    "lineage": self.lineage}
+        try:
+            return writer.write(iter([pa.RecordBatch.from_pydict({"value": values})]))
+        finally:
+            sw._task_context = real
+
+    def tasks(self, writer: Any, batch: int, tag: str) -> list[Any]:
+        return [self.task(writer, batch, p, rows(self.topic, tag, batch, p))
+                for p in range(TASKS)]
+
+    def commit(self, writer: Any, handoffs: list[Any], batch: int) -> None:
+        """Spark's commit; when it raises, Spark's abort with the same messages, then the
+        query fails with the commit's error."""
+        try:
+            writer.commit(handoffs, batch)
+        except Exception as exc:
+            self.errors.append(exc)
+            try:
+                writer.abort(handoffs, batch)
+            except Exception as second:  # noqa: BLE001 - Spark logs it; the query fails
+                self.errors.append(second)
+            raise
+        (self.checkpoint / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+
+    def run_batch(self, batch: int, tag: str, *, new_run: bool = False,
+                  shift: int = 0) -> Counter[bytes]:
+        """Plan, write and commit ``batch``; returns the rows it wrote."""
+        writer = self.plan(batch, new_run=new_run, shift=shift)
+        self.commit(writer, self.tasks(writer, batch, tag), batch)
+        return batch_rows(self.topic, tag, batch)
+
+
+# -- the crashing process ----------------------------------------------------------------------
+
+
+def arm(spec: str) -> None:
+    """Arm fault points in this process from now on (a spec of eos_kafka_source.faults)."""
+    os.environ.pop(faults.ENV_FILE, None)
+    os.environ[faults.ENV] = spec
+
+
+def _nth_kill() -> None:
+    """``kill#N``: SIGKILL at the Nth passage of the point (the store's later writes)."""
+    real, seen = faults._act, Counter()
+
+    def act(action: str, name: str) -> None:
+        if not action.startswith("kill#"):
+            return real(action, name)
+        seen[name] += 1
+        if seen[name] == int(action.split("#", 1)[1]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return None
+
+    faults._act = act
+
+
+def crash(query: Query, scenario: str, fault: str, gate: Path) -> None:
+    """Run ``scenario`` with ``fault`` armed at its step; returns only if it never fired."""
+    _nth_kill()
+    query.run_batch(0, "q", new_run=True)
+    if scenario == "restart":
+        arm(fault)
+        query.run_batch(1, "q", new_run=True)
+    elif scenario == "commit":
+        writer = query.plan(1, new_run=False)
+        handoffs = query.tasks(writer, 1, "q")
+        arm(fault)
+        query.commit(writer, handoffs, 1)
+    elif scenario == "abort":
+        writer = query.plan(1, new_run=False)
+        handoffs = query.tasks(writer, 1, "q")
+        arm("commit.before_decision=raise")
+        try:
+            writer.commit(handoffs, 1)
+        except faults.InjectedFault:
+            arm(fault)
+            writer.abort(handoffs, 1)
+    elif scenario == "lost":
+        lose_task_1(query, 1, gate, fault)
+        query.run_batch(1, "q", new_run=True)  # the restart that finds the loss
+    else:
+        raise ValueError(f"unknown scenario {scenario!r}")
+
+
+def lose_task_1(query: Query, batch: int, gate: Path, fault: str) -> None:
+    """``batch`` is decided, then a zombie re-initialises task 1's id before its EndTxn:
+    Kafka aborts that transaction. ``fault`` is armed from the commit on: a driver that
+    recovers the loss at once (copying it from the log) meets its recovery points there;
+    one that reports it (commit raises, Spark aborts) meets them at the next restart."""
+    writer = query.plan(batch, new_run=False)
+    handoffs = query.tasks(writer, batch, "q")
+    arm(f"commit.after_decision=block:{gate},{fault}")
+
+    def committing() -> None:
+        try:
+            query.commit(writer, handoffs, batch)
+        except Exception:  # noqa: BLE001 - in query.errors; Spark's abort has run
+            pass
+
+    thread = threading.Thread(target=committing, daemon=True)
+    thread.start()
+    _await(gate.with_suffix(".started"))
+    arm(fault)
+    # The zombie: its InitProducerId on task 1's id aborts that task's decided transaction.
+    query.task(writer, batch, 1, [f"{query.topic}/zombie".encode()])
+    gate.with_suffix(".release").touch()
+    thread.join(120)
+    assert not thread.is_alive(), "the commit did not end"
+
+
+def _await(path: Path, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} never appeared")
+        time.sleep(0.01)
+
+
+# -- the sweep's matrix ------------------------------------------------------------------------
+
+
+def record(path: str | None, **cell: Any) -> None:
+    """Append one cell of the matrix to ``path`` (JSON lines), if the sweep asked for it."""
+    if path:
+        with open(path, "a") as out:
+            out.write(json.dumps(cell) + "\n")
+
+
+def report(results: Path, out: Path | None) -> str:
+    """The matrix (point x action) as a Markdown table, from the cells' JSON lines."""
+    text = results.read_text() if results.exists() else ""
+    cells = [json.loads(line) for line in text.splitlines() if line.strip()]
+    lines = ["| point | scenario | action | verdict | seconds | expected |",
+             "|---|---|---|---|---:|---|"]
+    for c in cells:
+        lines.append(f"| {c['point']} | {c['scenario']} | {c['action']} | {c['verdict']} | "
+                     f"{c['seconds']:.1f} | {c.get('expected') or 'pass'} |")
+    failed = [c for c in cells if not c["verdict"].startswith(("once", "refused"))]
+    unexpected = [c for c in failed if not c.get("expected")]
+    summary = (f"{len(cells)} cells: {len(cells) - len(failed)} held, {len(failed)} failed "
+               f"({len(unexpected)} not expected to)")
+    text = "\n".join(["# Crash-point sweep (make sweep)", "",
+                      "Each cell: a driver SIGKILLed at the point, the operator action in the "
+                      "pause, a restart; verdict from Kafka (tests/broker/test_crash_points.py).",
+                      "", summary, "", *lines, ""])
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.crash_driver")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("crash", help="run a scenario with one fault armed at its step")
+    for name in ("bootstrap", "topic", "prefix", "checkpoint", "lineage", "gate"):
+        run.add_argument(f"--{name}", required=True)
+    run.add_argument("--scenario", choices=SCENARIOS, required=True)
+    run.add_argument("--fault", required=True, help="e.g. commit.after_decision=kill")
+    rep = sub.add_parser("report", help="print the sweep's matrix")
+    rep.add_argument("results", type=Path)
+    rep.add_argument("out", type=Path, nargs="?")
+    args = parser.parse_args(argv)
+    if args.command == "report":
+        print(report(args.results, args.out))
+        return 0
+    query = Query(args.bootstrap, args.topic, args.prefix, Path(args.checkpoint), args.lineage)
+    crash(query, args.scenario, args.fault, Path(args.gate))
+    print(f"crash_driver: {args.fault} never fired in scenario {args.scenario}", flush=True)
+    return 3
+
+
+def run_crash(query: Query, scenario: str, fault: str, gate: Path,
+              timeout_s: float = 240) -> str:
+    """Run the crashing driver as a process; returns its output's tail, or fails if it was
+    not SIGKILLed (the point was never reached: renamed, or the wrong scenario)."""
+    import subprocess
+
+    root = Path(__file__).parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop(faults.ENV_FILE, None)
+    env.pop(faults.ENV, None)
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.crash_driver", "crash", "--bootstrap", query.bootstrap,
+         "--topic", query.topic, "--prefix", query.prefix, "--checkpoint",
+         str(query.checkpoint), "--lineage", query.lineage, "--gate", str(gate),
+         "--scenario", scenario, "--fault", fault],
+        env=env, cwd=root, capture_output=True, timeout=timeout_s)
+    tail = (done.stdout + done.stderr).decode(errors="replace")[-3000:]
+    assert done.returncode == -signal.SIGKILL, (
+        f"{fault} was not reached in scenario {scenario} (exit {done.returncode}): {tail}")
+    return tail
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -281,7 +281,7 @@ class DriverProtocol:
                 self.lineage = self.lineage or lineage or None
                 self._bind()
                 previous = decisions.get(batch)
-                if self.streaming:
+                if self.streaming and self.spark_checkpoint:  # Spark always passes it
                     identity = identity_of(self.spark_checkpoint, batch, handoffs)
                     if previous is not None:
                         refuse_other_batch(previous, identity, self.spark_checkpoint)
@@ -298,10 +298,10 @@ class DriverProtocol:
                 fault_point("commit.before_decision")
                 decisions.decide(batch, [h for h in handoffs if h.open],
                                  identity.to_json() if identity is not None else None)
-            elif not self.streaming and self.mark_topic is not None:
+            elif not self.streaming and (topic := _mark_topic(self.mark_topic, handoffs)):
                 # No log: the broker keeps that this write started committing, so abort()
                 # never aborts a transaction whose commit may have reached Kafka.
-                mark_write_committing(wire, self.ids.prefix, self.mark_topic, lineage)
+                mark_write_committing(wire, self.ids.prefix, topic, lineage)
             fault_point("commit.after_decision")
             timed.mark("decision")
             report = finish(wire, handoffs, commit=True, deadline_s=self.commit_deadline_s,
@@ -458,7 +458,8 @@ class DriverProtocol:
         lineage = self._lineage_of(handoffs)
         with self.wire_factory() as wire:
             if self.decisions is None:
-                abort_without_log(wire, self.ids, self.mark_topic, lineage, handoffs, tasks,
+                abort_without_log(wire, self.ids, _mark_topic(self.mark_topic, handoffs),
+                                  lineage, handoffs, tasks,
                                   self.timeout_ms, min(self.commit_deadline_s,
                                                        wire.config.api_timeout_s))
                 return
@@ -517,3 +518,9 @@ class DriverProtocol:
             except Exception:  # noqa: BLE001 - the abort goes on and fences
                 log.warning("eoskafka: could not mark batch %s aborted; a late task may hold "
                             "a transaction open until the next start", batch, exc_info=True)
+
+
+def _mark_topic(topic: str | None, handoffs: list[TxnHandoff]) -> str | None:
+    """Where a batch write without a log keeps its "committing" mark: its ``topic`` option,
+    else the first topic its transactions wrote to (a ``topic`` column)."""
+    return topic or next((t for h in handoffs for t, _, _ in h.partitions), None)

@@ -147,6 +147,21 @@ class PreviousWriteCompletedError(EosKafkaError):
     condition = "EOSKAFKA_PREVIOUS_WRITE_COMPLETED"
 
 
+class ReplayMismatchError(EosKafkaError):
+    """A batch id came back with another input than its recorded decision: not a replay
+    (a rewound checkpoint, a changed source; DESIGN.md invariant 13). Refused before
+    anything is aborted: skipping it would lose its rows, writing it could duplicate them."""
+
+    condition = "EOSKAFKA_REPLAY_MISMATCH"
+
+
+class WriteCommittedError(EosKafkaError):
+    """A batch write failed after its commit decision and eoskafka finished it: every row
+    is committed, although Spark reports the write as failed. Do not rerun it."""
+
+    condition = "EOSKAFKA_WRITE_COMMITTED"
+
+
 class IdPrefixClashError(EosKafkaError):
     """Two queries would share one transactional-id prefix."""
 

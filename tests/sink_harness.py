@@ -40,7 +40,7 @@ class Harness:
         self.driver = DriverProtocol(
             self.ids, self.log, self.wire, owner=fingerprint(str(checkpoint or log_dir)),
             transaction_timeout_ms=timeout_ms, claim_topic=topic if claim else None,
-            lineage=lineage,
+            lineage=lineage, spark_checkpoint=str(checkpoint) if checkpoint else None,
         )
 
     def wire(self) -> KafkaWire:

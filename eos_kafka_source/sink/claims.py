@@ -11,12 +11,15 @@ fencing each other's transactions back and forth.
 
 Batch writes mark an aborted write per write id (``<prefix>.eoskafka-aborted.<write id>``):
 a late task of that write finds it and writes nothing; later writes with the same prefix
-are not affected. A streaming query marks its aborted batch the same way, per query id
+are not affected. A batch write without a decision log marks the same group "committing"
+(another offset) before its first EndTxn, so its abort never aborts a transaction whose
+commit may have reached Kafka. A streaming query marks its aborted batch the same way, per query id
 (``<prefix>.eoskafka-aborted.<query id>``, the batch id + 1 as the offset): a task of that
 batch that initialises its id after the abort's fencing would otherwise hold a transaction
 open until the query starts again or the transaction times out (a query stopped for good
-has neither). The restart clears the mark after its fencing, before its tasks replay
-the batch.
+has neither). The abort records the query id in the decision log's pool state first; the
+restart clears the marks of every query id recorded there (and its own) after its fencing,
+before its tasks replay the batch, even where it cannot read its query id.
 
 Both groups start with the prefix, so one prefixed GROUP ACL on it covers them, as one
 prefixed TRANSACTIONAL_ID ACL covers the ids (invariant 11, docs/acls.md). Kafka
@@ -120,6 +123,10 @@ def _aborted_group(prefix: str, write_id: str) -> str:
     return f"{prefix}{ABORTED_INFIX}{write_id}"
 
 
+#: The offsets a batch write's mark holds (Tansu drops metadata): aborted, or committing.
+_WRITE_ABORTED, _WRITE_COMMITTING = 1, 2
+
+
 def mark_write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> None:
     """Record on the broker that batch write ``write_id`` (using ``prefix``) was aborted.
 
@@ -127,11 +134,26 @@ def mark_write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str) 
     id after that fence then finds the mark and aborts its own transaction, so a
     task Spark launched just before the job failed cannot leave one open.
     """
-    commit_offset(wire, _aborted_group(prefix, write_id), topic, 0, 1, "aborted")
+    commit_offset(wire, _aborted_group(prefix, write_id), topic, 0, _WRITE_ABORTED, "aborted")
+
+
+def mark_write_committing(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> None:
+    """Record that batch write ``write_id`` (without a decision log) is about to send its
+    first EndTxn commit: from here on an abort must not abort its transactions (an EndTxn
+    may have reached Kafka). A late task finds this mark too and writes nothing."""
+    commit_offset(wire, _aborted_group(prefix, write_id), topic, 0, _WRITE_COMMITTING,
+                  "committing")
 
 
 def write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> bool:
+    """Whether a task of batch write ``write_id`` must not write (aborted, or committing)."""
     return fetch_offset(wire, _aborted_group(prefix, write_id), topic, 0) is not None
+
+
+def write_committing(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> bool:
+    """Whether batch write ``write_id`` started committing (:func:`mark_write_committing`)."""
+    found = fetch_offset(wire, _aborted_group(prefix, write_id), topic, 0)
+    return found is not None and found[0] == _WRITE_COMMITTING
 
 
 def mark_batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str,

@@ -26,7 +26,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pyarrow.fs as pafs
 
@@ -38,7 +39,7 @@ from .handoff import TxnHandoff
 _KEEP_DONE = 100  # finished decisions kept per lineage for inspection (eoskafka txns)
 _KEEP_LINEAGES = 100  # finished other lineages (older queries, batch writes) kept
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
-_SUFFIXES = (".json", ".done", ".recovery")
+_SUFFIXES = (".json", ".done", ".recovery", ".untold")
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,11 @@ class Decision:
     #: Random, written by :meth:`DecisionLog.decide`; only its holder may void the decision
     #: ("" for decisions written before tokens existed).
     token: str = ""
+    #: The batch as Spark planned it (:mod:`.batch_identity`): a batch id that comes back
+    #: with another identity is not a replay. None in decisions written before it existed.
+    identity: dict[str, Any] | None = None
+    #: False while a batch write's user has not been told it committed (``.untold``).
+    told: bool = True
 
     @property
     def state(self) -> State:
@@ -86,6 +92,9 @@ class PoolState:
     clean: bool = False
     #: transactional id -> producer id it had when fenced (an epoch compares only within it).
     fenced_producers: dict[str, int] = field(default_factory=dict)
+    #: Lineages whose batch an abort marked aborted (claims.py); the next planning clears
+    #: their marks after its fencing, even where it cannot read its own query id.
+    marked: list[str] = field(default_factory=list)
 
 
 class DecisionLog(DecisionFiles):
@@ -183,11 +192,32 @@ class DecisionLog(DecisionFiles):
 
     # -- decisions of the selected lineage -----------------------------------------------------
 
-    def decide(self, batch_id: int, handoffs: list[TxnHandoff]) -> None:
-        """Record the commit decision; durable before the first EndTxn, created only once."""
+    def decide(self, batch_id: int, handoffs: list[TxnHandoff],
+               identity: dict[str, Any] | None = None) -> None:
+        """Record the commit decision; durable before the first EndTxn, created only once.
+        ``identity``: the batch as Spark planned it (:mod:`.batch_identity`)."""
         self._create(self._name(batch_id, ".json"), {
             "batch_id": batch_id, "decided_at": time.time(), "lineage": self.lineage,
-            "handoffs": [h.to_json() for h in handoffs]})
+            "handoffs": [h.to_json() for h in handoffs], "identity": identity})
+
+    def mark_untold(self, batch_id: int) -> None:
+        """A batch write finished by abort(): its user saw a failure. Until :meth:`told`,
+        the next batch write on this log reports it (PreviousWriteCompletedError)."""
+        self._write(self._name(batch_id, ".untold"), {"batch_id": batch_id})
+
+    def told(self, batch_id: int) -> None:
+        self._delete(self._name(batch_id, ".untold"))
+
+    def untold(self) -> list[Decision]:
+        """Finished batch writes of any lineage whose user has not been told (one listing)."""
+        out = []
+        for directory, batches in sorted(self._scan().items()):
+            for batch_id, present in sorted(batches.items()):
+                if ".untold" in present and ".json" in present:
+                    decision = self._decision(directory, batch_id)
+                    if decision is not None:
+                        out.append(replace(decision, told=False))
+        return out
 
     def mark_done(self, batch_id: int, lost: list[str] | None = None,
                   lost_handoffs: list[TxnHandoff] | None = None) -> None:
@@ -248,6 +278,7 @@ class DecisionLog(DecisionFiles):
             else tuple(TxnHandoff.from_json(h) for h in recovery["handoffs"]),
             data.get("lineage") or _lineage_of(directory) or self.lineage,
             token=self._remember(f"{directory}/{batch_id:020d}", data.get("token", "")),
+            identity=data.get("identity"),
         )
 
     def batch_ids(self) -> list[int]:
@@ -345,14 +376,15 @@ class DecisionLog(DecisionFiles):
         return PoolState(
             int(data.get("size", 0)), dict(data.get("fenced_epochs", {})),
             data.get("prefix", ""), data.get("owner", ""), bool(data.get("clean", False)),
-            dict(data.get("fenced_producers", {})),
+            dict(data.get("fenced_producers", {})), list(data.get("marked", [])),
         )
 
     def save_pool(self, state: PoolState) -> None:
         self._write("pool.json", {"size": state.size, "fenced_epochs": state.fenced_epochs,
                                   "prefix": state.prefix, "owner": state.owner,
                                   "clean": state.clean,
-                                  "fenced_producers": state.fenced_producers})
+                                  "fenced_producers": state.fenced_producers,
+                                  "marked": state.marked})
 
 
 def _lineage_of(directory: str) -> str:

@@ -30,17 +30,24 @@ from ..errors import (
 )
 from ..faults import fault_point
 from ..wire import KafkaWire
-from .claims import claim_prefix, clear_batch_aborted
+from .batch_identity import BatchIdentity, identity_of, refuse_other_batch
+from .claims import (
+    claim_prefix,
+    clear_batch_aborted,
+    mark_batch_aborted,
+    mark_write_aborted,
+    mark_write_committing,
+)
 from .committer import FinishReport, Liveness, finish, liveness
 from .decision_log import Decision, DecisionLog
 from .decision_states import UNFINISHED, Event, State, commit_event, transition
-from .fencing import fence
 from .handoff import TxnHandoff
 from .naming import TransactionalIdFactory
 from .pool_upkeep import PoolOwner, clean_up, fence_pool
 from .refusals import refuse_foreign, refuse_superseded
 from .replacement import previous_write_completed, replacements, txn_key
 from .timings import Phases
+from .write_outcome import abort_without_log, unknown_without_log, write_committed
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +80,8 @@ class DriverProtocol:
         claim_topic: str | None = None,
         lineage: str | None = None,
         streaming: bool = True,
+        spark_checkpoint: str | None = None,
+        mark_topic: str | None = None,
     ) -> None:
         self.ids = ids
         self.decisions = decisions
@@ -83,6 +92,12 @@ class DriverProtocol:
         self.streaming = streaming
         self.timeout_ms = transaction_timeout_ms
         self.claim_topic = claim_topic
+        #: Spark's checkpoint location itself (not a fingerprint): where ``offsets/<N>``
+        #: tells which batch a batch id stands for (invariant 13; batch_identity.py).
+        self.spark_checkpoint = spark_checkpoint
+        #: The topic the abort marks (and a batch write's "committing" mark) are kept on
+        #: (claims.py); None: no marks.
+        self.mark_topic = mark_topic if mark_topic is not None else claim_topic
         self.last_report: FinishReport | None = None
         #: Seconds of each step of the last commit() (prepare, lookup, liveness, decision,
         #: endtxn, done, cleanup).
@@ -124,18 +139,48 @@ class DriverProtocol:
                 fault_point("prepare.before_fence")
                 fence_pool(wire, self._pool_owner(), pool, probe=True)
             timed.mark("fence")
-            if fenced and self.streaming and self.claim_topic and self.lineage:
-                # An abort left the pool unclean: this is the restart, its fencing has ended
-                # every earlier task's transaction, and its replay of the batch must write.
-                # (Not only on a new run: a query restarted in the same session reuses the
-                # planning worker, which then takes it for the same run.)
-                clear_batch_aborted(wire, self.ids.prefix, self.claim_topic, self.lineage)
+            if fenced and self.streaming and self.mark_topic:
+                self._clear_abort_marks(wire, self.mark_topic)
             timed.mark("clear_abort_mark")
+            if not self.streaming:
+                completed = self._untold(completed)
             self.decisions.mark_planned()
             timed.mark("mark_planned")
         timed.write(new_run=new_run)
         if completed:
             raise previous_write_completed(self.decisions.location, completed)
+
+    def _clear_abort_marks(self, wire: KafkaWire, topic: str) -> None:
+        """After the fencing: an abort left the pool unclean, this is the restart, its
+        fencing has ended every earlier task's transaction, and its replay of the batch must
+        write. (Not only on a new run: a query restarted in the same session reuses the
+        planning worker, which then takes it for the same run.) The lineages come from the
+        pool state the abort wrote (finding 5: a planning worker that cannot read its
+        query id would otherwise never clear it), and this query's own."""
+        assert self.decisions is not None
+        pool = self.decisions.pool()
+        lineages = list(dict.fromkeys([*pool.marked, *([self.lineage] if self.lineage else [])]))
+        for lineage in lineages:
+            clear_batch_aborted(wire, self.ids.prefix, topic, lineage)
+        fault_point("prepare.after_clear_mark")
+        if pool.marked:
+            pool = self.decisions.pool()
+            pool.marked = [m for m in pool.marked if m not in lineages]
+            self.decisions.save_pool(pool)
+
+    def _untold(self, completed: list[Decision | None]) -> list[Decision | None]:
+        """Batch writes: the earlier writes finished here, and those an abort finished whose
+        user has not been told (``.untold``); each is marked told: reported once."""
+        assert self.decisions is not None
+        seen = {(d.lineage, d.batch_id) for d in completed if d is not None}
+        for decision in self.decisions.untold():
+            if decision.state not in UNFINISHED and (decision.lineage,
+                                                     decision.batch_id) not in seen:
+                completed.append(decision)
+        for decision in completed:
+            if decision is not None:
+                self._view(decision.lineage).told(decision.batch_id)
+        return completed
 
     def _bind(self) -> None:
         """A streaming query's log must be its own (invariant 8; DecisionLog.bind)."""
@@ -229,12 +274,17 @@ class DriverProtocol:
         lineage = self._lineage_of(handoffs)
         batch = BATCH_WRITE if batch_id is None else batch_id
         decisions = self._view(lineage) if self.decisions is not None else None
+        identity: BatchIdentity | None = None
         with self.wire_factory() as wire:
             timed.mark("connect")
             if decisions is not None:
                 self.lineage = self.lineage or lineage or None
                 self._bind()
                 previous = decisions.get(batch)
+                if self.streaming and self.spark_checkpoint:  # Spark always passes it
+                    identity = identity_of(self.spark_checkpoint, batch, handoffs)
+                    if previous is not None:
+                        refuse_other_batch(previous, identity, self.spark_checkpoint)
                 if previous is not None:
                     state = self._replay(wire, previous, handoffs)
                     if state is not State.VOID:
@@ -246,7 +296,12 @@ class DriverProtocol:
             timed.seconds.update(lookup=found.lookup_s, liveness=found.check_s)
             if decisions is not None:
                 fault_point("commit.before_decision")
-                decisions.decide(batch, [h for h in handoffs if h.open])
+                decisions.decide(batch, [h for h in handoffs if h.open],
+                                 identity.to_json() if identity is not None else None)
+            elif not self.streaming and (topic := _mark_topic(self.mark_topic, handoffs)):
+                # No log: the broker keeps that this write started committing, so abort()
+                # never aborts a transaction whose commit may have reached Kafka.
+                mark_write_committing(wire, self.ids.prefix, topic, lineage)
             fault_point("commit.after_decision")
             timed.mark("decision")
             report = finish(wire, handoffs, commit=True, deadline_s=self.commit_deadline_s,
@@ -255,7 +310,7 @@ class DriverProtocol:
             endtxn_end = time.time()
             if decisions is None:
                 if report.unknown:
-                    self._raise_unknown(batch_id, report, "committing")
+                    raise unknown_without_log(report, "committing")
                 if report.lost:
                     raise TransactionLostError(
                         f"the batch write could not commit {len(report.lost)} transaction(s) "
@@ -395,35 +450,77 @@ class DriverProtocol:
         """Abort a batch's transactions; tolerate a batch that was already (being) committed.
 
         Every transaction its decision stands for (decided and recovery ones) is rolled
-        forward first, never aborted (invariant 3; finding 3 of issue 15)."""
+        forward first, never aborted (invariant 3; finding 3 of issue 15). Order of the
+        durable steps: pool not clean (and the lineage whose mark the restart clears),
+        the abort mark, roll-forward, abort, fence. A batch write it finishes raises
+        :class:`WriteCommittedError` (Spark reports the write failed; it is committed)."""
         batch = BATCH_WRITE if batch_id is None else batch_id
         lineage = self._lineage_of(handoffs)
         with self.wire_factory() as wire:
+            if self.decisions is None:
+                abort_without_log(wire, self.ids, _mark_topic(self.mark_topic, handoffs),
+                                  lineage, handoffs, tasks,
+                                  self.timeout_ms, min(self.commit_deadline_s,
+                                                       wire.config.api_timeout_s))
+                return
+            decisions = self._view(lineage)
+            # Not clean first (finding 5): if anything below fails or meets an unknown
+            # outcome, the restart still fences the pool and clears the abort marks of the
+            # lineages recorded here (prepare), even where it cannot read its query id.
+            pool = self.decisions.pool()
+            pool.size = max(pool.size, tasks)
+            pool.clean = False
+            marking = self.streaming and batch_id is not None and bool(self.mark_topic) and \
+                bool(lineage)
+            if marking and lineage not in pool.marked:
+                pool.marked.append(lineage)
+            self.decisions.save_pool(pool)
+            self._mark_aborted(wire, batch, lineage, marking)
+            fault_point("abort.after_mark")
             kept: set[str] = set()
-            if self.decisions is not None:
-                decisions = self._view(lineage)
-                previous = decisions.get(batch)
-                if previous is not None:
-                    # commit() raised after the decision: it stands, roll it forward (an
-                    # unknown outcome raises here, before any fencing could abort it).
-                    if previous.state in UNFINISHED:
-                        self._finish(wire, previous, raise_lost=False)
-                        previous = decisions.get(batch) or previous
-                    kept = {txn_key(h) for h in previous.committing}
+            finished: Decision | None = None
+            previous = decisions.get(batch)
+            if previous is not None:
+                if not self.streaming:
+                    decisions.mark_untold(batch)  # before the roll-forward: a crash keeps it
+                # commit() raised after the decision: it stands, roll it forward (an
+                # unknown outcome raises here, before any fencing could abort it).
+                state = previous.state
+                if state in UNFINISHED:
+                    state = self._finish(wire, previous, raise_lost=False)
+                    previous = decisions.get(batch) or previous
+                kept = {txn_key(h) for h in previous.committing}
+                if not self.streaming:
+                    if state is State.VOID:
+                        decisions.told(batch)  # nothing of it committed: nothing to tell
+                    else:
+                        finished = previous
             finish(wire, [h for h in handoffs if txn_key(h) not in kept],
                    commit=False, deadline_s=wire.config.api_timeout_s)
-            if self.decisions is not None:
-                pool = self.decisions.pool()
-                pool.size = max(pool.size, tasks)
-                # Not clean first: if the fencing below fails, the restart still fences the
-                # pool and clears the batch's abort mark (prepare).
-                pool.clean = False
-                self.decisions.save_pool(pool)
-                # Failed or stopped tasks (None messages) may hold open transactions; every
-                # decision is finished by now, so no id holds one waiting to commit.
-                fence_pool(wire, self._pool_owner(), pool, probe=False)
-                pool = self.decisions.pool()
-                pool.clean = False
-                self.decisions.save_pool(pool)
-            else:
-                fence(wire, [self.ids.for_task(p) for p in range(tasks)], self.timeout_ms)
+            # Failed or stopped tasks (None messages) may hold open transactions; every
+            # decision is finished by now, so no id holds one waiting to commit.
+            fence_pool(wire, self._pool_owner(), self.decisions.pool(), probe=False)
+            fault_point("abort.after_fence")
+            pool = self.decisions.pool()
+            pool.clean = False
+            self.decisions.save_pool(pool)
+        if finished is not None:
+            raise write_committed(finished, self.decisions.location)
+
+    def _mark_aborted(self, wire: KafkaWire, batch: int, lineage: str, marking: bool) -> None:
+        """The abort mark a late task checks (claims.py), before the fencing."""
+        if not self.streaming and self.mark_topic is not None:
+            mark_write_aborted(wire, self.ids.prefix, self.mark_topic, lineage)
+        elif marking:
+            assert self.mark_topic is not None
+            try:  # best effort: the fencing is what the guarantee rests on
+                mark_batch_aborted(wire, self.ids.prefix, self.mark_topic, lineage, batch)
+            except Exception:  # noqa: BLE001 - the abort goes on and fences
+                log.warning("eoskafka: could not mark batch %s aborted; a late task may hold "
+                            "a transaction open until the next start", batch, exc_info=True)
+
+
+def _mark_topic(topic: str | None, handoffs: list[TxnHandoff]) -> str | None:
+    """Where a batch write without a log keeps its "committing" mark: its ``topic`` option,
+    else the first topic its transactions wrote to (a ``topic`` column)."""
+    return topic or next((t for h in handoffs for t, _, _ in h.partitions), None)

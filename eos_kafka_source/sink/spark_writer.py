@@ -31,7 +31,7 @@ from ..options import SinkOptions
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator, require_topics
 from ..wire.kept import kept_wire
 from . import columns
-from .claims import batch_aborted, mark_batch_aborted, mark_write_aborted, write_aborted
+from .claims import batch_aborted, write_aborted
 from .decision_log import DecisionLog
 from .driver import DriverProtocol
 from .handoff import TxnHandoff, handoffs_of
@@ -96,6 +96,10 @@ class _Writer:
         #: fingerprint tells a reset checkpoint from another query sharing the log.
         spark_checkpoint = _option(self.options, "checkpointLocation") or location
         self.checkpoint = fingerprint(spark_checkpoint) if spark_checkpoint else self.owner
+        #: Where Spark writes ``offsets/<N>``: which batch a batch id stands for (invariant
+        #: 13, batch_identity.py). None for batch writes: they are never replayed.
+        self.spark_checkpoint = _option(self.options, "checkpointLocation") if streaming \
+            else None
         #: Streaming: Spark's query id (None if unreadable here; tasks carry it). Batch: a
         #: new id per write, pickled to the tasks and to commit() with the writer.
         self.lineage = (query_id_at(spark_checkpoint) if streaming
@@ -123,6 +127,9 @@ class _Writer:
             claim_topic=self.sink.topic if self.streaming else None,
             lineage=self.lineage,
             streaming=self.streaming,
+            spark_checkpoint=self.spark_checkpoint,
+            # Where abort marks (and a batch write's "committing" mark) live (claims.py).
+            mark_topic=self.sink.topic if self.streaming else self.batch_write_topic,
         )
 
     def preflight(self) -> None:
@@ -210,33 +217,13 @@ class _Writer:
             )
 
     def _abort(self, messages: list[Any], batch_id: int | None) -> None:
+        """The protocol marks the batch (or write) aborted before it fences (claims.py)."""
         if not self.exactly_once:
             return
-        if self.batch_write_topic is not None:
-            with self._wire() as wire:
-                mark_write_aborted(wire, self.prefix, self.batch_write_topic,
-                                   self.lineage or "")
-        elif self.streaming and batch_id is not None:
-            self._mark_batch_aborted(messages, batch_id)
         handoffs = handoffs_of(messages)
         self._protocol().abort(batch_id, handoffs, tasks=len(messages))
         log.warning("eoskafka: batch %s aborted (%d hand-offs, %d tasks)",
                     batch_id, len(handoffs), len(messages))
-
-    def _mark_batch_aborted(self, messages: list[Any], batch_id: int) -> None:
-        """Best effort: the fencing that follows is what the guarantee rests on; the mark
-        only spares the output a late task's open transaction (claims.py)."""
-        topic = self.sink.topic
-        lineage = self.lineage or next((h.lineage for h in handoffs_of(messages) if h.lineage),
-                                       None)
-        if not lineage or topic is None:
-            return
-        try:
-            with self._wire() as wire:
-                mark_batch_aborted(wire, self.prefix, topic, lineage, batch_id)
-        except Exception:  # noqa: BLE001 - the abort goes on and fences
-            log.warning("eoskafka: could not mark batch %s aborted; a late task may hold a "
-                        "transaction open until the next start", batch_id, exc_info=True)
 
 
 #: How long a failing task waits for its in-flight Produce answers before aborting.

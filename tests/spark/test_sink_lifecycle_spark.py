@@ -68,3 +68,51 @@ def test_failed_batch_write_then_rerun_with_a_fixed_prefix(
     assert _committed(bootstrap, unique) == Counter(str(i).encode() for i in range(40))
     assert_java_agrees(bootstrap, unique)
     assert_no_open_transactions(bootstrap, unique)
+
+
+def test_rewound_checkpoint_is_refused_loudly_and_loses_nothing(
+        spark, bootstrap: str, unique: str, tmp_path: Path) -> None:  # noqa: ANN001
+    """Issue 22 finding 4 (invariant 13), measured on Kafka 4.3.1 before the fix: batch 0
+    wrote 100 rows, 100 more arrived, offsets/0 and commits/0 were deleted; the restarted
+    query planned batch 0 over all 200, took it for a replay of the committed batch 0,
+    aborted it and reported success: the 100 new rows never appeared. Now it stops with
+    EOSKAFKA_REPLAY_MISMATCH, and restoring the files lets it go on, every row once."""
+    from tests.spark.pipeline_job import start_pipeline
+
+    src, out = f"{unique}-in", f"{unique}-out"
+    create_topic(bootstrap, src, partitions=2)
+    create_topic(bootstrap, out, partitions=2)
+
+    def feed(tag: str) -> Counter[bytes]:
+        with TxnWriter(bootstrap, f"{unique}-feed-{tag}") as writer:
+            for p in range(2):
+                writer.committed(src, [f"{tag}{p}-{i}".encode() for i in range(50)],
+                                 partition=p)
+        return Counter(f"{tag}{p}-{i}".encode() for p in range(2) for i in range(50))
+
+    first = feed("a")
+    ckpt = tmp_path / "ckpt"
+    _restart(spark, bootstrap, src, out, ckpt)  # batch 0: the 100 rows
+    assert _committed(bootstrap, out) == first
+    later = feed("b")  # 100 more arrive
+    kept = tmp_path / "kept"
+    for log in ("offsets", "commits"):  # the operator rewinds to reprocess batch 0
+        (kept / log).mkdir(parents=True)
+        for name in ("0", ".0.crc"):
+            if (ckpt / log / name).exists():
+                shutil.move(ckpt / log / name, kept / log / name)
+    query = start_pipeline(spark, bootstrap, src, out, str(ckpt), "150")
+    with pytest.raises(Exception, match="EOSKAFKA_REPLAY_MISMATCH") as refused:
+        query.awaitTermination(480)
+    assert "startingOffsets" in str(refused.value) and "restore" in str(refused.value)
+    assert _committed(bootstrap, out) == first  # nothing of the rewound batch, nothing lost
+    assert_no_open_transactions(bootstrap, out)
+    for log in ("offsets", "commits"):  # the fix the error names: restore the files
+        for name in ("0", ".0.crc"):
+            (ckpt / log / name).unlink(missing_ok=True)
+            if (kept / log / name).exists():
+                shutil.copy(kept / log / name, ckpt / log / name)
+    _restart(spark, bootstrap, src, out, ckpt)  # batch 1: the 100 new rows
+    assert _committed(bootstrap, out) == first + later
+    assert_java_agrees(bootstrap, out)
+    assert_no_open_transactions(bootstrap, out)

@@ -79,8 +79,6 @@ EXTRA = [
 PENDING_POINT = {
     "recover.after_write": "core", "recover.after_record": "core",
     "recover.before_done": "core",
-    "abort.after_mark": "identity", "abort.after_fence": "identity",
-    "prepare.after_clear_mark": "identity",
 }
 #: Cells whose batch 1 is decided when the driver dies (a rewound checkpoint is then refused).
 DECIDED = {p for p, s in SCENARIO.items() if s == "lost"} | {
@@ -150,8 +148,6 @@ def _expected_failure(cell: Cell) -> str | None:
         why.append(f"fixed by {helper}: the point {cell.point} comes with its branch")
     if cell.action == "kafka_abort" and (cell.point, cell.scenario) in DECIDED_OPEN:
         why.append("fixed by core: a roll-forward's NONE confirmed by the log's markers")
-    if cell.action == "rewind" and _decided(cell):
-        why.append("fixed by identity: a rewound batch id is refused (EOSKAFKA_REPLAY_MISMATCH)")
     if cell.action == "prefix" and (cell.scenario == "lost" or (
             cell.point in UNDECIDED_OPEN and cell.kill == "kill" and cell.scenario != "restart")):
         why.append("open bug: a changed prefix leaves the old prefix's open transactions open")

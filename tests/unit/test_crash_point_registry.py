@@ -21,7 +21,6 @@ _TEMPLATES = {"endtxn.{verb}.answered": ("endtxn.commit.answered", "endtxn.abort
 PENDING = frozenset({
     "recover.after_write", "recover.after_record", "recover.before_done",  # helper core
     "recover.during_read",  # helper core (a read, not swept: READ_POINTS)
-    "abort.after_mark", "abort.after_fence", "prepare.after_clear_mark",  # helper identity
 })
 
 

@@ -119,7 +119,8 @@ class DriverProtocol:
                     completed.append(self._view(decision.lineage).get(decision.batch_id))
             timed.mark("roll_forward")
             pool = self.decisions.pool()
-            fenced = new_run or pool.size == 0 or not pool.clean
+            moved = bool(pool.prefix) and pool.prefix != self.ids.prefix  # finding 8b
+            fenced = new_run or pool.size == 0 or not pool.clean or moved
             if fenced:
                 fault_point("prepare.before_fence")
                 fence_pool(wire, self._pool_owner(), pool, probe=True)

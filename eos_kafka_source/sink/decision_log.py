@@ -80,6 +80,8 @@ class PoolState:
     clean: bool = False
     #: transactional id -> producer id it had when fenced (an epoch compares only within it).
     fenced_producers: dict[str, int] = field(default_factory=dict)
+    #: With a ``topic`` column: the topic the prefix claim was first made on (claims.py).
+    claim_topic: str = ""
 
 
 class DecisionLog:
@@ -300,14 +302,15 @@ class DecisionLog:
         return PoolState(
             int(data.get("size", 0)), dict(data.get("fenced_epochs", {})),
             data.get("prefix", ""), data.get("owner", ""), bool(data.get("clean", False)),
-            dict(data.get("fenced_producers", {})),
+            dict(data.get("fenced_producers", {})), data.get("claim_topic", ""),
         )
 
     def save_pool(self, state: PoolState) -> None:
         self._write("pool.json", {"size": state.size, "fenced_epochs": state.fenced_epochs,
                                   "prefix": state.prefix, "owner": state.owner,
                                   "clean": state.clean,
-                                  "fenced_producers": state.fenced_producers})
+                                  "fenced_producers": state.fenced_producers,
+                                  "claim_topic": state.claim_topic})
 
     # -- files ---------------------------------------------------------------------------------
 

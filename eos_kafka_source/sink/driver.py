@@ -30,7 +30,7 @@ from ..errors import (
 )
 from ..faults import fault_point
 from ..wire import KafkaWire
-from .claims import claim_prefix, clear_batch_aborted
+from .claims import claim_at_first_commit, claim_prefix, clear_batch_aborted
 from .committer import FinishReport, Liveness, finish, liveness
 from .decision_log import Decision, DecisionLog
 from .decision_states import UNFINISHED, Event, State, commit_event, transition
@@ -71,6 +71,7 @@ class DriverProtocol:
         transaction_timeout_ms: int,
         checkpoint: str | None = None,
         claim_topic: str | None = None,
+        claim_from_handoffs: bool = False,
         lineage: str | None = None,
         streaming: bool = True,
     ) -> None:
@@ -83,6 +84,8 @@ class DriverProtocol:
         self.streaming = streaming
         self.timeout_ms = transaction_timeout_ms
         self.claim_topic = claim_topic
+        #: A ``topic`` column (no claim_topic): claim on the first topic a commit writes.
+        self.claim_from_handoffs = claim_from_handoffs
         self.last_report: FinishReport | None = None
         #: Seconds of each step of the last commit() (prepare, lookup, liveness, decision,
         #: endtxn, done, cleanup).
@@ -106,8 +109,9 @@ class DriverProtocol:
             timed.mark("connect")
             self._bind()
             timed.mark("bind")
-            if self.claim_topic is not None:
-                claim_prefix(wire, self.ids.prefix, self.owner, self.claim_topic,
+            claim_topic = self._claim_topic()
+            if claim_topic is not None:
+                claim_prefix(wire, self.ids.prefix, self.owner, claim_topic,
                              lineage=self.lineage if self.streaming else None)
             timed.mark("claim")
             completed = []
@@ -137,6 +141,14 @@ class DriverProtocol:
         timed.write(new_run=new_run)
         if completed:
             raise previous_write_completed(self.decisions.location, completed)
+
+    def _claim_topic(self) -> str | None:
+        """The ``topic`` option; with a ``topic`` column, the topic of the first commit's
+        claim (claims.claim_at_first_commit), None before it."""
+        if self.claim_topic is not None or not self.claim_from_handoffs:
+            return self.claim_topic
+        assert self.decisions is not None
+        return self.decisions.pool().claim_topic or None
 
     def _bind(self) -> None:
         """A streaming query's log must be its own (invariant 8; DecisionLog.bind)."""
@@ -246,6 +258,9 @@ class DriverProtocol:
             timed.mark("verify")
             timed.seconds.update(lookup=found.lookup_s, liveness=found.check_s)
             if decisions is not None:
+                if self.claim_from_handoffs and self.claim_topic is None:
+                    claim_at_first_commit(wire, decisions, self.ids.prefix, self.owner,
+                                          handoffs, lineage=self.lineage)
                 fault_point("commit.before_decision")
                 decisions.decide(batch, [h for h in handoffs if h.open])
             fault_point("commit.after_decision")

@@ -29,7 +29,7 @@ def test_a_changed_prefix_fences_the_old_prefix_too(bootstrap: str, unique: str,
     old.driver.commit(0, [old.task(p, vals(f"ok{p}", 3)) for p in range(2)], tasks=2)
     for p in range(2):
         old.task(p, vals(f"killed{p}", 3))  # the run is killed: both stay open
-    old.task(6, vals("wide", 3))  # and a wider batch's task, beyond the old pool
+    old.task(4, vals("wide", 3))  # and a wider batch's task, beyond the old pool
     assert _open_on_topic(bootstrap, unique) == 9
     new = Harness(bootstrap, unique, f"{unique}-b", tmp_path / "ckpt")
     new.driver.prepare(new_run=True)

@@ -75,10 +75,18 @@ def test_kafka_answers_a_resent_batch_with_its_original_offset(bootstrap: str,
 
 
 def test_a_handoff_whose_first_answer_had_no_offset_still_reads_its_outcome(
-        bootstrap: str, unique: str, tmp_path) -> None:
+        bootstrap: str, unique: str, tmp_path, monkeypatch) -> None:
     """The sequence-0 batch's answer carries no base offset (what Tansu answers a re-sent
     batch, injected here by dropping it): the hand-off must still say where the
-    transaction's records start, or its outcome reads UNKNOWN forever."""
+    transaction's records start, or its outcome reads UNKNOWN forever. Kafka says it
+    (DescribeProducers); Tansu has not the request, and the task reads its log."""
+    from eos_kafka_source.sink import first_offsets
+
+    if not ON_TANSU:
+        def no_scan(*args: object) -> None:
+            raise AssertionError("DescribeProducers should have answered")
+
+        monkeypatch.setattr(first_offsets, "scan_for_first", no_scan)
     create_topic(bootstrap, unique, partitions=2)
     h = Harness(bootstrap, unique, unique, tmp_path / "ckpt")
     h.driver.prepare(new_run=True)

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
+from eos_kafka_source.sink.task_writer import TaskWriter
 from tests.brokers import ON_TANSU
 from tests.kafka_helpers import create_topic
 from tests.oracle import committed_view
@@ -64,6 +66,18 @@ def test_ids_past_a_gap_of_unused_ids_are_fenced(bootstrap: str, unique: str,
     """Finding 8c: a killed batch of 20 tasks where tasks 10-14 never started: the probe
     beyond the pool (size 10) stopped at 4 unused ids in a row and left 15-19 open.
     ListTransactions (KIP-664) finds every open transaction under the prefix."""
+    _gap_of_unused_ids(bootstrap, unique, tmp_path)
+
+
+@pytest.mark.kafka_only
+def test_ids_past_a_gap_are_fenced_whichever_broker_coordinates_them(
+        kafka, unique: str, tmp_path: Path) -> None:  # noqa: ANN001
+    """The same on three brokers: each coordinates a share of the ids, and ListTransactions
+    must ask every one of them."""
+    _gap_of_unused_ids(kafka.bootstrap_servers, unique, tmp_path)
+
+
+def _gap_of_unused_ids(bootstrap: str, unique: str, tmp_path: Path) -> None:
     create_topic(bootstrap, unique, partitions=2)
     h = Harness(bootstrap, unique, unique, tmp_path / "ckpt")
     h.driver.prepare(new_run=True)
@@ -79,8 +93,6 @@ def test_ids_past_a_gap_of_unused_ids_are_fenced(bootstrap: str, unique: str,
 def test_an_open_recovery_id_is_fenced(bootstrap: str, unique: str, tmp_path: Path) -> None:
     """``<prefix>-recovery`` (the id a recovery transaction rewrites lost records with) is
     under the prefix as well: an open transaction a killed driver left on it is fenced."""
-    from eos_kafka_source.sink.task_writer import TaskWriter
-
     create_topic(bootstrap, unique, partitions=1)
     h = Harness(bootstrap, unique, unique, tmp_path / "ckpt")
     h.driver.prepare(new_run=True)
@@ -88,8 +100,6 @@ def test_an_open_recovery_id_is_fenced(bootstrap: str, unique: str, tmp_path: Pa
         writer = TaskWriter(wire, transactional_id=f"{unique}-recovery", topic=unique,
                             transaction_timeout_ms=60000, batch_records=50, context={})
         writer.open()
-        import pyarrow as pa
-
         writer.write_batch(pa.RecordBatch.from_pydict({"value": vals("recovering", 3)}))
         writer.flush()
     h.driver.prepare(new_run=True)

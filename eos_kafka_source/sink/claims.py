@@ -36,6 +36,7 @@ from collections.abc import Sequence
 
 from ..acls import ABORTED_INFIX, CLAIM_SUFFIX
 from ..errors import IdPrefixClashError, NotAuthorizedError
+from ..faults import fault_point
 from ..wire import KafkaWire
 from ..wire.groups import commit_offset, fetch_offset
 from .decision_log import DecisionLog
@@ -95,6 +96,7 @@ def claim_at_first_commit(wire: KafkaWire, decisions: DecisionLog, prefix: str, 
     if pool.claim_topic or not topics:
         return
     claim_prefix(wire, prefix, owner, topics[0], lineage=lineage)
+    fault_point("commit.after_claim")  # claimed, not yet remembered: the next commit claims
     pool.claim_topic = topics[0]
     decisions.save_pool(pool)
 

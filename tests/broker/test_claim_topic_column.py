@@ -45,3 +45,24 @@ def test_a_topic_column_query_claims_its_prefix(bootstrap: str, unique: str,
     finally:
         second.driver.abort(0, handoffs, tasks=1)  # what Spark does after commit() raised
     assert_once_on_kafka(first, Counter(vals("first", 3)))
+
+
+def test_a_kill_between_the_claim_and_remembering_it(bootstrap: str, unique: str,
+                                                     tmp_path: Path, faults) -> None:  # noqa: ANN001
+    """Crash point ``commit.after_claim``: the claim is on the broker, the pool state does
+    not know its topic yet. Nothing was decided; the replay's commit claims again (its own
+    claim) and commits."""
+    create_topic(bootstrap, unique, partitions=1)
+    h = _topic_column_query(bootstrap, unique, f"{unique}-p", tmp_path / "q", "query-1")
+    h.driver.prepare(new_run=True)
+    handoffs = [h.task(0, vals("lost", 3))]
+    faults("commit.after_claim=raise")
+    with pytest.raises(RuntimeError, match="injected fault"):
+        h.driver.commit(0, handoffs, tasks=1)
+    faults("")
+    h.driver.abort(0, handoffs, tasks=1)
+    assert h.log.pool().claim_topic == ""
+    h.driver.prepare(new_run=True)
+    h.driver.commit(0, [h.task(0, vals("replay", 3))], tasks=1)
+    assert h.log.pool().claim_topic == unique
+    assert_once_on_kafka(h, Counter(vals("replay", 3)))

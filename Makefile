@@ -24,20 +24,21 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q $(EDITABLE)
 	touch $(STAMP)
 
-## Apache Kafka's jars (4.3.x and 3.9.x), fetched from Maven Central with mvn once and cached
+## Apache Kafka's jars (4.4.x, 4.3.x and 3.9.x), fetched from Maven Central with mvn once and cached
 ## in ~/.cache/eoskafka (never in the repo).
 kafka-jars: setup
-	$(PY) -c "from eos_kafka_source.apache_kafka import kafka_jars; kafka_jars('4.3'); kafka_jars('3.9')"
+	$(PY) -c "from eos_kafka_source.apache_kafka import kafka_jars; kafka_jars('4.4'); kafka_jars('4.3'); kafka_jars('3.9')"
 
-## The whole suite, on both brokers. Apache Kafka 4.3 is the reference: every broker and
+## The whole suite, on both brokers. Apache Kafka 4.4 is the reference: every broker and
 ## Spark test runs on it (its heavy fault cases: `make test-kafka-faults`, a CI step of its
 ## own). Tansu (the embedded broker, the demo's) runs only what Kafka cannot, so CI does not
 ## pay twice: the unit tests (once, broker-free), the deployment tests (wheel, Spark Connect,
 ## notebook: cheap on Tansu), Tansu's own cases (`tansu_only`, its quirks) and a
 ## representative smoke set (the sink protocol, the Spark `smoke` cases). `make
 ## test-tansu-all` (or `make test-fast`) runs everything on Tansu: the quick inner loop.
-## Apache Kafka 3.9: the sink protocol and wire tests (classic transaction protocol).
-test: setup lint kafka-jars test-tansu test-kafka test-kafka39
+## Apache Kafka 4.3 (the previous release) and 3.9 (classic transaction protocol): the sink
+## protocol and wire tests.
+test: setup lint kafka-jars test-tansu test-kafka test-kafka43 test-kafka39
 
 TANSU_SMOKE := tests/broker/test_sink_protocol.py tests/broker/test_tansu_quirks.py
 test-tansu: setup
@@ -61,7 +62,14 @@ KAFKA39_TESTS := tests/broker/test_sink_protocol.py tests/broker/test_wire.py \
 test-kafka39: kafka-jars
 	EOSKAFKA_TEST_BROKER=kafka39 $(PY) -m pytest -q $(KAFKA39_TESTS)
 
-## Everything except the heavy fault-injection cases (BROKER=kafka: on Apache Kafka 4.3).
+## Apache Kafka 4.3, the release before the reference: the sink protocol, what differs
+## from 4.4 (tests/broker/test_kafka44.py) and the OAUTHBEARER sign-in, kept small for CI.
+KAFKA43_TESTS := tests/broker/test_sink_protocol.py tests/broker/test_kafka44.py \
+	tests/broker/test_oauth.py
+test-kafka43: kafka-jars
+	EOSKAFKA_TEST_BROKER=kafka43 $(PY) -m pytest -q $(KAFKA43_TESTS)
+
+## Everything except the heavy fault-injection cases (BROKER=kafka: on Apache Kafka 4.4).
 BROKER ?= tansu
 test-fast: setup
 	EOSKAFKA_TEST_BROKER=$(BROKER) $(PY) -m pytest -q -m "not faults" tests
@@ -72,7 +80,7 @@ test-faults: setup
 lint: setup
 	$(VENV)/bin/ruff check --no-cache eos_kafka_source pyspark_eoskafka tests benchmarks
 
-## BROKER=kafka runs the demo on Apache Kafka 4.3 (a local JVM process) instead of Tansu,
+## BROKER=kafka runs the demo on Apache Kafka 4.4 (a local JVM process) instead of Tansu,
 ## and checks the output with Kafka's own Java read_committed consumer too.
 demo: setup
 	$(PY) -m eos_kafka_source.demo --broker $(BROKER)
@@ -84,10 +92,10 @@ demo-docker:
 ## Per-task and Spark figures on the embedded broker, then the side-by-side with Spark's
 ## own Kafka connector on Apache Kafka (bench-results/latest.md, bench-results/versus.md).
 bench: bench-setup
-	$(PY) -m benchmarks.run
-	$(PY) -m benchmarks.versus
+	$(PY) -m benchmarks.throughput
+	$(PY) -m benchmarks.throughput connector
 
-## The benchmarks' extra (matplotlib: PNG charts beside their tables, benchmarks/charts.py).
+## The benchmarks' extra (matplotlib: PNG charts beside their tables, benchmarks/common/charts.py).
 BENCH_STAMP := $(VENV)/.installed-bench
 bench-setup: $(BENCH_STAMP)
 
@@ -99,15 +107,15 @@ $(BENCH_STAMP): $(STAMP)
 ## exactly-once and at-least-once, at 1k/20k/100k rec/s and three triggers, interleaved
 ## (bench-results/latency.md + .json + latency-cdf-*.png). ~30 min;
 ## LATENCY_ARGS="--step 15 --settle 5 --rates 20000 --triggers default" for a short one.
-## Then the floor of Spark's Python data source, no Kafka (bench-results/latency-floor.json).
+## Beside them, in the same tables: the floor of Spark's Python data source at the same rates,
+## triggers and partitions, no Kafka (two waves of tasks and one; benchmarks/latency/floor.py).
 LATENCY_ARGS ?=
 bench-latency: bench-setup kafka-jars
 	nice -n 0 $(PY) -m benchmarks.latency $(LATENCY_ARGS)
-	nice -n 0 $(PY) -m benchmarks.latency_floor
 
 ## Only the comparison with Spark's Kafka connector (Apache Kafka started by the benchmark).
 bench-connector: bench-setup
-	$(PY) -m benchmarks.versus
+	$(PY) -m benchmarks.throughput connector
 
 ## The driver's commit of one batch as tasks (64, 256, 1,000) and output partitions (8, 64)
 ## grow, on a 3-node Apache Kafka: bench-results/scale.md, .json, .png (docs/scale.md).
@@ -118,7 +126,7 @@ bench-scale: bench-setup kafka-jars
 
 ## Long life: one exactly-once query for BATCHES small micro-batches (default 10,000; a few
 ## hours on 2 cores), sampling RSS, checkpoint and decision-log files, ids on the broker and
-## commit time: bench-results/longrun.md + .json + PNG curves (benchmarks/longrun.py).
+## commit time: bench-results/longrun.md + .json + PNG curves (benchmarks/longrun/).
 BATCHES ?= 10000
 bench-longrun: bench-setup kafka-jars
 	$(PY) -m benchmarks.longrun --batches $(BATCHES)
@@ -126,10 +134,10 @@ bench-longrun: bench-setup kafka-jars
 ## At-least-once vs exactly-once under the same faults, duplicates counted with Kafka's
 ## console consumer: bench-results/contrast.md and the contrast table in docs/performance.md.
 contrast: setup
-	$(PY) -m benchmarks.contrast
+	$(PY) -m benchmarks.availability contrast
 
 ## Availability under Kafka's operations, Spark's connector beside eoskafka, on a 3-node
-## Apache Kafka (benchmarks/availability.py): faults by kind x moment, query failures and
+## Apache Kafka (benchmarks/availability/): faults by kind x moment, query failures and
 ## the longest stall per connector: bench-results/availability.md and .json.
 ## AVAILABILITY_ARGS=--short for the quick subset (CI); --kinds/--moments/--seed.
 AVAILABILITY_ARGS ?=

@@ -1,5 +1,11 @@
-"""eoskafka benchmarks: per-task source and sink costs against reference clients, and Spark runs.
+"""eoskafka benchmarks, one package per question, each run as ``python -m benchmarks.<name>``.
 
-Run with ``make bench`` (``python -m benchmarks.run``); ``--quick`` for a smoke run.
-Results go to ``bench-results/latest.md`` and ``bench-results/latest.json``.
+- :mod:`.throughput`: how fast (``make bench``, ``make bench-connector``);
+- :mod:`.latency`: produce to visible, and the floor of Spark's Python data source beside it
+  (``make bench-latency``);
+- :mod:`.availability`: what faults do (``make availability``, ``make contrast``);
+- :mod:`.scale`: the driver's commit as tasks and partitions grow (``make bench-scale``);
+- :mod:`.longrun`: a long life of small batches (``make bench-longrun``).
+
+Shared code is in :mod:`.common`. Results go to ``bench-results/``.
 """

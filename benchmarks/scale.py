@@ -55,9 +55,9 @@ from eos_kafka_source.wire import (
     spread,
 )
 
-from .charts import line_chart
 from .common import unique, value_batches
-from .sink import EosSink
+from .common.charts import line_chart
+from .throughput.sink import EosSink
 
 DEFAULT_OUT = Path("bench-results/scale.md")
 TARGET_S = 1.0  # 1,000 tasks × 8 partitions

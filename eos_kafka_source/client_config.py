@@ -27,6 +27,12 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, fields
 
 from eos_kafka_source.errors import ConfigError
+from eos_kafka_source.oauth_config import (
+    OAUTH_KEYS,
+    OAUTH_PASSTHROUGH,
+    OAuthSettings,
+    parse_oauth,
+)
 
 PREFIX = "kafka."
 
@@ -39,7 +45,7 @@ CONNECTION_KEYS = frozenset({
     "ssl.keystore.password", "ssl.endpoint.identification.algorithm", "request.timeout.ms",
     "socket.connection.setup.timeout.ms", "client.id", "default.api.timeout.ms",
     "delivery.timeout.ms", "max.block.ms",
-})
+}) | OAUTH_KEYS
 
 #: The deadlines, as the Java client names them: (default ms, what eoskafka bounds with it).
 #: Every retry loop of one operation shares one deadline (issue 16): a broker restart, a
@@ -100,15 +106,28 @@ _REJECTED = {
     "to a PEM file and set kafka.ssl.certificate.location",
     "ssl.keystore.key": "inline keys are not supported; write the key to a PEM file and "
     "set kafka.ssl.key.location",
-    "sasl.kerberos.service.name": "GSSAPI (Kerberos) is not supported; use PLAIN or SCRAM",
-    "sasl.login.callback.handler.class": "Java callback handlers cannot run in Python",
+    "sasl.kerberos.service.name": "GSSAPI (Kerberos) is not supported (docs/security.md "
+    "says why); sign the tasks in with a Kafka delegation token (SCRAM), or use OAUTHBEARER, "
+    "SCRAM or PLAIN",
     "sasl.client.callback.handler.class": "Java callback handlers cannot run in Python",
 }
+_GSSAPI = ("kafka.sasl.mechanism=GSSAPI (Kerberos) is not supported: Python's GSSAPI "
+           "bindings need MIT Kerberos' C headers to build and are not installable from the "
+           "package registries alone (docs/security.md#kerberos-gssapi). Sign in as a Kafka "
+           "delegation token instead (obtained with Kerberos where Java runs: "
+           "kafka-delegation-tokens.sh --create; then kafka.sasl.mechanism=SCRAM-SHA-512 and "
+           "a ScramLoginModule JAAS line with username=TOKENID password=HMAC "
+           "tokenauth=\"true\"), or use OAUTHBEARER if the cluster has an OIDC listener.")
+_MSK_IAM = ("kafka.sasl.mechanism=AWS_MSK_IAM is not supported as such; AWS's Python signer "
+            "(aws-msk-iam-sasl-signer-python) signs in over OAUTHBEARER: set "
+            "kafka.sasl.mechanism=OAUTHBEARER and kafka.sasl.oauthbearer.token.provider to a "
+            "callable returning MSKAuthTokenProvider.generate_auth_token(region) "
+            "(docs/security.md#aws-msk-iam).")
 
 _SECRET_KEYS = frozenset({"sasl.jaas.config", "sasl.password", "ssl.key.password",
                           "ssl.keystore.password", "ssl.truststore.password"})
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 _JAVA_STORE_EXT = (".jks", ".p12", ".pfx", ".keystore", ".truststore")
 _SERVER = re.compile(r"(\[[0-9A-Za-z:.%]+\]|[A-Za-z0-9._-]+):(\d{1,5})")
 _JAAS = re.compile(r"\s*([\w.$]+)\s+(required|requisite|sufficient|optional)\b(.*)", re.S)
@@ -191,8 +210,8 @@ def _parse_servers(value: str | None) -> tuple[str, ...]:
     return tuple(servers)
 
 
-def _parse_jaas(value: str) -> tuple[str, str, str]:
-    """``(module, username, password)`` from a PLAIN or SCRAM JAAS line."""
+def _parse_jaas(value: str) -> tuple[str, dict[str, str]]:
+    """``(login module's class name, its options)`` from a JAAS line."""
     key = "kafka.sasl.jaas.config"
     bad = ConfigError(f"{key} could not be parsed (value hidden). Write it as {_JAAS_HELP}")
     m = _JAAS.fullmatch(value.strip())
@@ -210,15 +229,24 @@ def _parse_jaas(value: str) -> tuple[str, str, str]:
         while pos < len(body) and body[pos].isspace():
             pos += 1
     kind = module.rsplit(".", 1)[-1]
-    if kind not in ("PlainLoginModule", "ScramLoginModule"):
+    if kind == "Krb5LoginModule":
+        raise ConfigError(f"{key} uses Krb5LoginModule. {_GSSAPI}")
+    if kind not in ("PlainLoginModule", "ScramLoginModule", "OAuthBearerLoginModule"):
         raise ConfigError(
-            f"{key} uses login module {kind}; eoskafka supports PlainLoginModule and "
-            f"ScramLoginModule (mechanisms {', '.join(_MECHANISMS)})."
+            f"{key} uses login module {kind}; eoskafka supports PlainLoginModule, "
+            f"ScramLoginModule and OAuthBearerLoginModule (mechanisms "
+            f"{', '.join(_MECHANISMS)})."
         )
+    return kind, pairs
+
+
+def _user_password(kind: str, pairs: Mapping[str, str]) -> tuple[str, str]:
+    """``(username, password)`` of a PLAIN or SCRAM JAAS line."""
+    key = "kafka.sasl.jaas.config"
     if "username" not in pairs or "password" not in pairs:
         raise ConfigError(f"{key} must set both username and password. "
                           f"Write it as {_JAAS_HELP}")
-    return kind, pairs["username"], pairs["password"]
+    return pairs["username"], pairs["password"]
 
 
 def _store_path(kafka: Mapping[str, str], what: str) -> str | None:
@@ -273,6 +301,16 @@ class ClientConfig:
     max_block_ms: int = 60000
     client_id: str = "eoskafka"
     extra: tuple[tuple[str, str], ...] = ()
+    #: Where OAUTHBEARER tokens come from (``kafka.sasl.mechanism=OAUTHBEARER``), else None.
+    oauth: OAuthSettings | None = None
+    #: SCRAM as a Kafka delegation token (``tokenauth="true"`` in the ScramLoginModule line):
+    #: the user name is the token id, the password its HMAC (base64).
+    sasl_token_auth: bool = False
+
+    @property
+    def principal(self) -> str | None:
+        """Who signs in, as messages show it: the SASL user or the OAuth client."""
+        return self.oauth.principal if self.oauth is not None else self.sasl_username
 
     @property
     def api_timeout_s(self) -> float:
@@ -317,6 +355,10 @@ class ClientConfig:
             "ssl_password": self.ssl_password,
         }
         kwargs.update({k: v for k, v in optional.items() if v is not None})
+        if self.oauth is not None:  # this process's cached token source (wire/oauth.py)
+            from eos_kafka_source.wire.oauth import token_provider
+
+            kwargs["sasl_oauth_token_provider"] = token_provider(self.oauth)
         if accepted is not None:
             kwargs = {k: v for k, v in kwargs.items() if k in accepted}
         return kwargs
@@ -331,7 +373,7 @@ class ClientConfig:
         """
         opts = normalize_options(options)
         kafka = {k[len(PREFIX):]: v for k, v in opts.items() if k.startswith(PREFIX)}
-        known = CONNECTION_KEYS | PASSTHROUGH_KEYS | ROLE_KEYS
+        known = CONNECTION_KEYS | PASSTHROUGH_KEYS | ROLE_KEYS | OAUTH_PASSTHROUGH
         for key in sorted(kafka):
             if key in _REJECTED:
                 raise ConfigError(f"option kafka.{key} is not supported: {_REJECTED[key]}. "
@@ -352,16 +394,44 @@ class ClientConfig:
         mechanism = kafka.get("sasl.mechanism")
         if mechanism is not None:
             mechanism = mechanism.strip().upper()
+            if mechanism in ("GSSAPI", "AWS_MSK_IAM"):
+                raise ConfigError(_GSSAPI if mechanism == "GSSAPI" else _MSK_IAM)
             if mechanism not in _MECHANISMS:
                 raise ConfigError(f"kafka.sasl.mechanism={mechanism!r} is not supported; "
                                   f"use one of {', '.join(_MECHANISMS)}.")
 
         username, password = kafka.get("sasl.username"), kafka.get("sasl.password")
-        if "sasl.jaas.config" in kafka:
+        token_auth = "false"
+        module, pairs = (_parse_jaas(kafka["sasl.jaas.config"]) if "sasl.jaas.config" in kafka
+                         else (None, {}))
+        oauth_keys = sorted(k for k in kafka if k in OAUTH_KEYS)
+        oauth = None
+        if mechanism is None and module == "OAuthBearerLoginModule":
+            mechanism = "OAUTHBEARER"
+        if mechanism == "OAUTHBEARER":
+            if username is not None or password is not None:
+                raise ConfigError("kafka.sasl.username/kafka.sasl.password are for PLAIN and "
+                                  "SCRAM; OAUTHBEARER signs in with a token: remove them.")
+            oauth = parse_oauth(kafka, module, pairs)
+        elif oauth_keys:
+            raise ConfigError(f"kafka.{oauth_keys[0]} is an OAUTHBEARER setting but "
+                              f"kafka.sasl.mechanism is {mechanism}; set "
+                              "kafka.sasl.mechanism=OAUTHBEARER, or remove it.")
+        elif module is not None:
             if username is not None or password is not None:
                 raise ConfigError("kafka.sasl.jaas.config and kafka.sasl.username/"
                                   "kafka.sasl.password are both set; keep one of the two.")
-            module, username, password = _parse_jaas(kafka["sasl.jaas.config"])
+            if module == "OAuthBearerLoginModule":
+                raise ConfigError(f"kafka.sasl.jaas.config uses OAuthBearerLoginModule but "
+                                  f"kafka.sasl.mechanism is {mechanism}; set "
+                                  "kafka.sasl.mechanism=OAUTHBEARER.")
+            username, password = _user_password(module, pairs)
+            token_auth = pairs.get("tokenauth", "false").strip().lower()
+            if token_auth not in ("true", "false") or (
+                    token_auth == "true" and module != "ScramLoginModule"):
+                raise ConfigError('kafka.sasl.jaas.config: tokenauth="true" (sign in as a '
+                                  "delegation token) goes with ScramLoginModule and "
+                                  "kafka.sasl.mechanism SCRAM-SHA-256 or SCRAM-SHA-512.")
             if mechanism is None and module == "PlainLoginModule":
                 mechanism = "PLAIN"
             if (module == "PlainLoginModule") != (mechanism == "PLAIN"):
@@ -374,7 +444,7 @@ class ClientConfig:
             raise ConfigError("kafka.sasl.username and kafka.sasl.password must be set "
                               "together; one of them is missing.")
         if protocol.startswith("SASL_"):
-            if username is None:
+            if username is None and oauth is None:
                 raise ConfigError(f"kafka.security.protocol={protocol} needs credentials: set "
                                   f"kafka.sasl.jaas.config (or kafka.sasl.username and "
                                   f"kafka.sasl.password) and kafka.sasl.mechanism.")
@@ -382,7 +452,7 @@ class ClientConfig:
                 raise ConfigError(f"kafka.sasl.mechanism is required with "
                                   f"kafka.security.protocol={protocol}; set one of "
                                   f"{', '.join(_MECHANISMS)} (GSSAPI is not supported).")
-        elif username is not None or mechanism is not None:
+        elif username is not None or mechanism is not None or oauth is not None:
             raise ConfigError(f"SASL settings are given but kafka.security.protocol is "
                               f"{protocol}, so they would be ignored; set "
                               f"kafka.security.protocol=SASL_SSL (or SASL_PLAINTEXT).")
@@ -442,6 +512,8 @@ class ClientConfig:
             max_block_ms=timeouts["max.block.ms"],
             client_id=client_id,
             extra=tuple(sorted((k, v) for k, v in kafka.items() if k in PASSTHROUGH_KEYS)),
+            oauth=oauth,
+            sasl_token_auth=token_auth == "true",
         )
 
 

@@ -26,8 +26,21 @@ RUN = {
         "tests/spark/test_docs_snippets.py::test_readme_read_and_write",
     ("docs/walkthrough.md", "# 1. a session whose Python workers can import eoskafka"):
         "tests/spark/test_docs_snippets.py::test_walkthrough",
+    ("docs/operations.md",
+     "# eoskafka checks: CHECKPOINT, OUTPUT and EOSKAFKA_BOOTSTRAP set by the caller"):
+        "tests/broker/test_cli.py::test_the_alert_script_of_the_operations_page",
     ("docs/walkthrough.md", "# 5. inspect from a terminal"):
         "tests/spark/test_docs_snippets.py::test_walkthrough",
+    **{("docs/security.md", first): f"tests/broker/test_docs_security.py::{test}"
+       for first, test in (
+           ("scram = {", "test_scram_block"),
+           ("oauth = {", "test_oauth_block"),
+           ("provided = {", "test_cloud_providers"),
+           ("# mytokens.py (AWS MSK IAM)", "test_cloud_providers"),
+           ("# mytokens.py (Azure Event Hubs)", "test_cloud_providers"),
+           ("# mytokens.py (GCP)", "test_gcp_provider_envelope"),
+           ("from eos_kafka_source.wire.delegation import TokenRenewer, create_token",
+            "test_delegation_block"))},
 }
 
 

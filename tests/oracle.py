@@ -230,12 +230,12 @@ TANSU_STUCK_LSO = (
     "marker; real Kafka would report LSO == high watermark)"
 )
 
-BROKER_KINDS = ("tansu", "kafka", "kafka39")
+BROKER_KINDS = ("tansu", "kafka", "kafka43", "kafka39")
 
 
 def broker_kind() -> str:
     """The session broker: env ``EOSKAFKA_TEST_BROKER`` (``tansu``, the default, ``kafka``,
-    ``kafka39``), set by the conftest that starts it."""
+    ``kafka43``, ``kafka39``), set by the conftest that starts it."""
     kind = os.environ.get("EOSKAFKA_TEST_BROKER", "tansu") or "tansu"
     if kind not in BROKER_KINDS:
         raise ValueError(f"EOSKAFKA_TEST_BROKER={kind!r}: expected one of {BROKER_KINDS}")

@@ -163,11 +163,15 @@ class _Node:
 
 
 class KafkaCluster:
-    """Apache Kafka ``version`` (a pinned 4.3.x or 3.9.x) with ``nodes`` (1 or 3) nodes.
+    """Apache Kafka ``version`` (a pinned 4.4.x, 4.3.x or 3.9.x) with ``nodes`` (1, 3 or 5)
+    nodes.
 
     ``broker_config`` overrides or adds ``server.properties`` settings on every node;
     ``listeners`` adds client listeners (SASL, TLS) beside the PLAINTEXT one;
-    ``scram_users`` (mechanism, user, password) are created at format time.
+    ``scram_users`` (mechanism, user, password) are created at format time;
+    ``system_properties`` are given to each node's JVM as ``-Dkey=value`` (Kafka 4.x reads
+    a few only there, e.g. ``org.apache.kafka.sasl.oauthbearer.allowed.urls``, the URLs an
+    OAUTHBEARER listener may fetch its JWKS from).
     """
 
     def __init__(
@@ -180,6 +184,7 @@ class KafkaCluster:
         scram_users: Sequence[tuple[str, str, str]] = (),
         workdir: str | None = None,
         ready_timeout_s: float = 90.0,
+        system_properties: Mapping[str, str] | None = None,
     ) -> None:
         if nodes not in (1, 3, 5):
             raise ValueError("a KafkaCluster has 1, 3 or 5 nodes (every node a controller)")
@@ -187,6 +192,7 @@ class KafkaCluster:
         self.broker_config = dict(broker_config or {})
         self.listeners = tuple(listeners)
         self.scram_users = tuple(scram_users)
+        self.system_properties = dict(system_properties or {})
         self.ready_timeout_s = ready_timeout_s
         self.cluster_id = new_cluster_id()
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"eoskafka-kafka-{self.version}-"))
@@ -279,7 +285,8 @@ class KafkaCluster:
         log_flag = ("-Dlog4j2.configurationFile=" if self.major >= 4
                     else "-Dlog4j.configuration=file:")
         log_file = node.home / ("log4j2.properties" if self.major >= 4 else "log4j.properties")
-        return [require_java(), *_JVM_OPTS, f"{log_flag}{log_file}",
+        props = [f"-D{k}={v}" for k, v in self.system_properties.items()]
+        return [require_java(), *_JVM_OPTS, *props, f"{log_flag}{log_file}",
                 "-cp", classpath(self.version), main, *args]
 
     def _format(self, node: _Node) -> None:

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from ..errors import EosKafkaError
 
-#: Pinned versions: 4.3.x (transaction protocol version 2 finalized by default) and
-#: 3.9.x (the classic protocol only). Short names map to the pinned patch release.
-SUPPORTED_VERSIONS = {"4.3": "4.3.1", "3.9": "3.9.1"}
-DEFAULT_VERSION = SUPPORTED_VERSIONS["4.3"]
+#: Pinned versions: 4.4.x (the reference), 4.3.x (transaction protocol version 2
+#: finalized by default in both) and 3.9.x (the classic protocol only). Short names map
+#: to the pinned patch release.
+SUPPORTED_VERSIONS = {"4.4": "4.4.0", "4.3": "4.3.1", "3.9": "3.9.1"}
+DEFAULT_VERSION = SUPPORTED_VERSIONS["4.4"]
 
 #: Kafka 4.x logs through log4j2 but its pom brings no SLF4J binding; 3.9 brings reload4j.
 _LOG_BINDING = {"4": ("org.apache.logging.log4j", "log4j-slf4j-impl", "2.25.4")}
@@ -34,7 +35,7 @@ class KafkaToolsMissingError(EosKafkaError):
 
 
 def resolve_version(version: str | None) -> str:
-    """``None``/``"4.3"``/``"4.3.1"`` -> a pinned full version; anything else is refused."""
+    """``None``/``"4.4"``/``"4.4.0"`` -> a pinned full version; anything else is refused."""
     if not version:
         return DEFAULT_VERSION
     if version in SUPPORTED_VERSIONS:

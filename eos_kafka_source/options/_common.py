@@ -18,7 +18,7 @@ SOURCE_OPTIONS = (
     "startingOffsetsByTimestampStrategy",
     "endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp",
     "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
-    "minPartitions", "maxRecordsPerPartition", "failOnDataLoss", "includeHeaders",
+    "minPartitions", "maxRecordsPerPartition", "maxPartitions", "failOnDataLoss", "includeHeaders",
     "fetchMaxBytes", "kafkaConsumer.pollTimeoutMs",
 )
 #: Spark Kafka source options accepted for compatibility; they have no effect here.

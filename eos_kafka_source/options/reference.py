@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..client_config import _REJECTED, CONNECTION_KEYS, PASSTHROUGH_KEYS, PREFIX
+from ..oauth_config import OAUTH_PASSTHROUGH
 from ._common import SINK_OPTIONS, SOURCE_IGNORED, SOURCE_OPTIONS
 from .sink import _SINK_REFUSED
 from .source import _SOURCE_REFUSED
@@ -59,8 +60,10 @@ SOURCE = (
         "JSON offsets (-1 latest)", "batch:ending.kind"),
     Opt("endingTimestamp", "", "batch reads only; same precedence as the starting options"),
     Opt("endingOffsetsByTimestamp", "", "batch reads only, per partition"),
-    Opt("maxOffsetsPerTrigger", "none", "cap per micro-batch, spread over partitions like "
-        "Spark; exact on pyspark 4.2+, approximate on 4.0/4.1 (see below)",
+    Opt("maxOffsetsPerTrigger", "`1000000` on streaming reads (Spark: none)", "cap per "
+        "micro-batch, spread over partitions like Spark; exact on pyspark 4.2+, approximate "
+        "on 4.0/4.1 (see below). The default keeps a first batch over a backlog within the "
+        "sink's transaction timeout ([sizing](operations.md#sizing-the-transaction-timeout))",
         "stream:max_offsets_per_trigger"),
     Opt("minOffsetsPerTrigger", "none", "as in Spark, where the Spark version supports it",
         "stream:min_offsets_per_trigger"),
@@ -70,6 +73,11 @@ SOURCE = (
         "(when there are enough offsets)", "stream:min_partitions"),
     Opt("maxRecordsPerPartition", "none", "split offset ranges into tasks of at most this many "
         "offsets", "stream:max_records_per_partition"),
+    Opt("maxPartitions", "none (one task per offset range, as Spark's connector)",
+        "eoskafka's own: pack each batch's offset ranges into at most this many Spark tasks; "
+        "set it to the task slots, `spark.sparkContext.defaultParallelism`, for one wave of "
+        "tasks a batch (see [Notes on reading](#notes-on-reading))",
+        "stream:max_partitions"),
     Opt("failOnDataLoss", "`true`", "offsets deleted by retention, and topics deleted while the "
         "query runs (between batches or in the middle of a task), fail it "
         "(`EOSKAFKA_DATA_LOSS`); `false` skips them with a warning",
@@ -89,8 +97,8 @@ SINK = (
     Opt("topic", "none (a `topic` column then names it per row)", "output topic; wins over "
         "a `topic` column", "sink:topic"),
     Opt("checkpointLocation", "", "Spark's own, required for streaming; the decision log "
-        "lives in `<checkpointLocation>/eoskafka/` (any pyarrow filesystem: `s3://`, `gs://`, "
-        "`abfs://`, `hdfs://`)"),
+        "lives in `<checkpointLocation>/eoskafka/`, through pyarrow's filesystems (tested: "
+        "local paths and `s3://`; `gs://`, `abfs://`, `hdfs://` go the same way, untested)"),
     Opt("decisionLogLocation", "none", "keep the decision log here instead; gives a batch write "
         "a durable decision; needed where pyarrow cannot write the checkpoint's scheme "
         "(`dbfs:/`; `s3a://` is read as `s3://`). Decisions are keyed by Spark's query id "
@@ -114,10 +122,34 @@ CONNECTION = (
     Opt("bootstrap.servers", "required", "`host:port[,host:port]`"),
     Opt("security.protocol", "`PLAINTEXT`", "`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT`, `SASL_SSL`",
         "stream:client.security_protocol"),
-    Opt("sasl.mechanism", "none (`PLAIN` with a PlainLoginModule line)", "`PLAIN`, "
-        "`SCRAM-SHA-256`, `SCRAM-SHA-512` (not GSSAPI, not OAUTHBEARER)"),
+    Opt("sasl.mechanism", "none (`PLAIN` with a PlainLoginModule line, `OAUTHBEARER` with an "
+        "OAuthBearerLoginModule line)", "`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`, "
+        "`OAUTHBEARER` (not GSSAPI: [security](security.md#kerberos-gssapi))"),
     Opt("sasl.jaas.config", "", "a PlainLoginModule or ScramLoginModule line with username "
-        "and password, as in Spark's Kafka source (hidden everywhere)"),
+        "and password (`tokenauth=\"true\"` for a delegation token), or an "
+        "OAuthBearerLoginModule line with clientId, clientSecret, scope and `extension_*`, as "
+        "in Spark's Kafka source (hidden everywhere)"),
+    Opt("sasl.oauthbearer.token.endpoint.url", "", "OAUTHBEARER: the identity provider's token "
+        "endpoint (OIDC client credentials), as Kafka's Java client"),
+    Opt("sasl.login.callback.handler.class", "", "OAUTHBEARER: Kafka's "
+        "`OAuthBearerLoginCallbackHandler` (either package name); other Java classes are "
+        "refused"),
+    Opt("sasl.oauthbearer.token.provider", "", "OAUTHBEARER, eoskafka's own: `module:callable` "
+        "returning `(token, expires_at)`, for AWS MSK IAM, Azure, GCP or any other source "
+        "([security](security.md#a-python-token-provider))"),
+    Opt("sasl.oauthbearer.client.credentials.client.id", "", "the client id outside the JAAS "
+        "line (KIP-1139)"),
+    Opt("sasl.oauthbearer.client.credentials.client.secret", "", "its secret (hidden)"),
+    Opt("sasl.oauthbearer.scope", "", "the scope asked for"),
+    Opt("sasl.login.refresh.window.factor", "0.8", "a token is refreshed after this share of "
+        "its lifetime ..."),
+    Opt("sasl.login.refresh.buffer.seconds", "300", "... or this long before it expires, "
+        "whichever is first ..."),
+    Opt("sasl.login.refresh.min.period.seconds", "60", "... but not sooner than this after it "
+        "was fetched (unless the token lives shorter)"),
+    Opt("sasl.login.connect.timeout.ms", "10000", "accepted (the token request's deadline is "
+        "`kafka.sasl.login.read.timeout.ms`)"),
+    Opt("sasl.login.read.timeout.ms", "10000", "how long a token request may take"),
     Opt("sasl.username", "", "with `kafka.sasl.password`, instead of a JAAS line"),
     Opt("sasl.password", "", "hidden everywhere"),
     Opt("ssl.truststore.location", "", "the CA certificate(s) of the brokers, **PEM**"),
@@ -198,7 +230,19 @@ def _reasons(reasons: dict[str, str]) -> list[str]:
 def no_effect() -> list[str]:
     """Java client settings accepted (so Spark jobs keep working) that change nothing here."""
     used = {o.name for o in CONNECTION + SOURCE_KAFKA + SINK_KAFKA}
-    return sorted(PASSTHROUGH_KEYS - used)
+    return sorted((PASSTHROUGH_KEYS | OAUTH_PASSTHROUGH) - used)
+
+
+#: Said beside the sink options: what a batch costs is set by the tasks that write it.
+SCALE_NOTE = (
+    "**One transaction per writing task.** Every task that writes opens one Kafka "
+    "transaction, and the driver commits them all at the end of the batch. After a "
+    "shuffle that is `spark.sql.shuffle.partitions` tasks, 200 by default: 200 "
+    "transactions, and a COMMIT marker on every partition each one touched, every "
+    "micro-batch however few rows it holds. Coalesce before the sink (or lower the "
+    "shuffle partitions) to what the output needs; costs by tasks and partitions are in "
+    "[scale of one batch](scale.md).",
+)
 
 
 def render() -> str:
@@ -206,7 +250,7 @@ def render() -> str:
     lines = [BEGIN, "<!-- generated by `python -m eos_kafka_source.options.reference "
              "--write`; edit eos_kafka_source/options/reference.py, not this section -->", "",
              "### Source options", "", *_table(SOURCE), "",
-             "### Sink options", "", *_table(SINK), "",
+             "### Sink options", "", *_table(SINK), "", *SCALE_NOTE, "",
              "### `kafka.*` settings, source and sink", "", *_table(CONNECTION, PREFIX), "",
              "### `kafka.*` settings of the source only", "", *_table(SOURCE_KAFKA, PREFIX), "",
              "### `kafka.*` settings of the sink only", "", *_table(SINK_KAFKA, PREFIX), "",

@@ -18,10 +18,8 @@ from pyspark.sql.types import StructType
 
 from ..errors import user_facing
 from ..options import SourceOptions
-from .partition_reader import arrow_schema_of, read_partition
-from .partitions import KafkaInputPartition
 from .planner import SourcePlanner
-from .stream_reader import to_input_partitions
+from .stream_reader import read_input, to_input_partitions
 
 
 class EosKafkaBatchReader(DataSourceReader):
@@ -42,6 +40,4 @@ class EosKafkaBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: the partition's visible records, as Arrow batches."""
-        if not isinstance(partition, KafkaInputPartition):
-            return iter(())  # Spark's placeholder when there is nothing to read
-        return read_partition(partition, arrow_schema_of(self.schema))
+        return read_input(partition, self.schema)

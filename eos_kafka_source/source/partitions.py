@@ -1,4 +1,4 @@
-"""The input partition: one offset range of one Kafka partition, and how to read it.
+"""The input partitions: one offset range of one Kafka partition, or several packed together.
 
 Created on the driver by the planner, pickled by Spark and unpickled on an
 executor, where :func:`~eos_kafka_source.source.partition_reader.read_partition`
@@ -38,3 +38,23 @@ class KafkaInputPartition(InputPartition):
     def size(self) -> int:
         """Offsets in the range (markers and aborted records included)."""
         return self.end - self.start
+
+
+@dataclass(frozen=True)
+class KafkaPackedPartition(InputPartition):
+    """Several ranges read one after the other by one task (``maxPartitions``:
+    :mod:`~eos_kafka_source.source.packing`), in ``(topic, partition, start)`` order.
+
+    >>> c = ClientConfig(("h:9092",))
+    >>> p = KafkaPackedPartition((KafkaInputPartition("t", 0, 0, 5, c),
+    ...                           KafkaInputPartition("t", 1, 0, 7, c)))
+    >>> p.size
+    12
+    """
+
+    parts: tuple[KafkaInputPartition, ...]
+
+    @property
+    def size(self) -> int:
+        """Offsets in all the ranges."""
+        return sum(p.size for p in self.parts)

@@ -6,7 +6,7 @@ executors. No Spark imports: the Spark reader classes are thin shells over this.
 
 Offsets come from Fetch responses (log start, high watermark, last stable
 offset), never from ListOffsets "latest", which is wrong on some brokers
-(DESIGN.md section 1). Under read_committed a plan never passes the LSO, so
+(docs/design.md, "The source"). Under read_committed a plan never passes the LSO, so
 every transaction with records in a planned range has its marker in the log.
 
 Rules, as in Spark's Kafka source:
@@ -149,6 +149,9 @@ class SourcePlanner:
         self._wire: KafkaWire | None = None
         self._reached = False  # a planning call has succeeded: later failures are transient
         self._reported_gone: set[str] = set()  # deleted topics already warned about
+        #: (starts, bounds) of the last latest_offsets: the plan of the same batch, which
+        #: Spark asks for next with the same starts, takes them instead of asking again.
+        self._seen: tuple[Offsets, dict[TopicPartition, PartitionBounds]] | None = None
 
     @property
     def wire(self) -> KafkaWire:
@@ -158,6 +161,7 @@ class SourcePlanner:
 
     def close(self) -> None:
         wire, self._wire = self._wire, None
+        self._seen = None
         if wire is not None:
             wire.close()
 
@@ -266,6 +270,7 @@ class SourcePlanner:
             leaders = {tp: leader for tp, leader in leaders.items() if tp in target}
         starts = {tp: start.get(tp, 0) for tp in leaders}
         bounds = self.bounds(leaders, hints=starts)
+        self._seen = (starts, bounds)
         base, _ = check_data_loss(starts, bounds, fail_on_data_loss=False)
         latest = {tp: b.latest(self.options.read_committed) for tp, b in bounds.items()}
         if target is not None:
@@ -284,14 +289,16 @@ class SourcePlanner:
         Partitions in ``end`` but not ``start`` start at 0.
         """
         starts = {tp: start.get(tp, 0) for tp in set(start) | set(end)}
-        topics = sorted({t for t, _ in starts})
-        info = fetch_metadata(self.wire, topics) if topics else {}
-        leaders = {
-            tp: info[tp[0]].leaders[tp[1]]
-            for tp in starts
-            if tp[0] in info and tp[1] in info[tp[0]].leaders
-        }
-        bounds = self.bounds(leaders, hints=starts)
+        bounds = self._seen_for(starts)
+        if bounds is None:
+            topics = sorted({t for t, _ in starts})
+            info = fetch_metadata(self.wire, topics) if topics else {}
+            leaders = {
+                tp: info[tp[0]].leaders[tp[1]]
+                for tp in starts
+                if tp[0] in info and tp[1] in info[tp[0]].leaders
+            }
+            bounds = self.bounds(leaders, hints=starts)
         adjusted, warnings = check_data_loss(
             starts, bounds, fail_on_data_loss=self.options.fail_on_data_loss
         )
@@ -300,6 +307,21 @@ class SourcePlanner:
         ends = {tp: offset for tp, offset in end.items() if tp in adjusted}
         begins = {tp: min(adjusted[tp], offset) for tp, offset in ends.items()}
         return self.split(begins, ends)
+
+    def _seen_for(self, starts: Offsets) -> dict[TopicPartition, PartitionBounds] | None:
+        """The bounds the last :meth:`latest_offsets` fetched, if it started every partition
+        of ``starts`` where they start (the same batch); used once. Saves the plan a
+        Metadata and a Fetch per leader a batch. Bounds a moment old judge data loss as
+        fresh ones would: offsets deleted since are found by the task that reads them
+        (DataLossError, or skipped with failOnDataLoss=false), as after any plan."""
+        seen, self._seen = self._seen, None
+        if seen is None:
+            return None
+        seen_starts, bounds = seen
+        if any(seen_starts.get(tp) != offset or tp not in bounds
+               for tp, offset in starts.items()):
+            return None
+        return {tp: bounds[tp] for tp in starts}
 
     def split(self, start: Offsets, end: Offsets) -> list[OffsetRange]:
         return plan_ranges(

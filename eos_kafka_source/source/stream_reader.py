@@ -1,6 +1,6 @@
 """The streaming reader Spark drives for ``spark.readStream.format("eoskafka")``.
 
-Where each hook runs (DESIGN.md section 3):
+Where each hook runs (docs/design.md, "Where each part runs"):
 
 * ``initialOffset``, ``latestOffset``, ``getDefaultReadLimit``,
   ``prepareForTriggerAvailableNow``, ``partitions``, ``commit``, ``stop``: one
@@ -27,8 +27,14 @@ source cannot declare AvailableNow support: set
 runs a single batch, and after a restart may only replay the pending one).
 Even with the wrapper, Spark 4.0/4.1 take the AvailableNow target from one
 ``latestOffset()`` call, which ``maxOffsetsPerTrigger`` caps: such a run reads
-one capped batch and stops (checked on 4.0.5); drop ``maxOffsetsPerTrigger``
-for AvailableNow runs there, or use pyspark 4.2+.
+one capped batch and stops (checked on 4.0.5); for AvailableNow runs there, set
+``maxOffsetsPerTrigger`` above the run's backlog (its default, the read bound of
+options/source.py, applies too), or use pyspark 4.2+.
+
+Read bound. Without ``maxOffsetsPerTrigger`` a streaming read takes at most
+``DEFAULT_MAX_OFFSETS_PER_TRIGGER`` offsets a batch, sized from the sink's default
+transaction timeout, so a first batch over a large backlog cannot outlive it and fail
+on every replay (docs/operations.md, "Sizing the transaction timeout").
 """
 
 from __future__ import annotations
@@ -46,9 +52,11 @@ from ..errors import EosKafkaError
 from ..faults import fault_point
 from ..offsets import from_spark_offset, to_spark_offset
 from ..options import SourceOptions
+from ..sink.timings import Phases
 from ..wire.groups import commit_offsets
+from .packing import pack_ranges
 from .partition_reader import arrow_schema_of, read_partition
-from .partitions import KafkaInputPartition
+from .partitions import KafkaInputPartition, KafkaPackedPartition
 from .planner import Offsets, SourcePlanner
 
 try:  # pyspark >= 4.2
@@ -112,8 +120,9 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._initial
 
     def getDefaultReadLimit(self) -> Any:
-        """pyspark >= 4.2: ``maxOffsetsPerTrigger`` as ReadMaxRows (else minOffsetsPerTrigger
-        as ReadMinRows, else everything available)."""
+        """pyspark >= 4.2: ``maxOffsetsPerTrigger`` as ReadMaxRows: the option, or the
+        default read bound when it is not set (``minOffsetsPerTrigger`` still applies, in
+        :meth:`latestOffset`). The other branches serve options built without the bound."""
         from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
         if self.options.max_offsets_per_trigger is not None:
@@ -137,7 +146,10 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # drain this is the only hook that sees the last batch's end.
             self._report_progress(base)
         fault_point("plan.latest")  # the availability harness holds planning here
+        timing = Phases("source_latest")
         latest = self.planner.latest_offsets(base, max_offsets, target=self._target)
+        timing.mark("latest_offsets")  # Metadata + one Fetch per leader
+        timing.write()
         self._latest = latest.latest
         end = latest.end
         if use_min and self._target is None and self._too_early(latest.available):
@@ -184,17 +196,23 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._known_end = e  # after a restart on pyspark < 4.2 this is how the reader learns it
         if s == e:
             return []
+        timing = Phases("source_partitions")
         ranges = self.planner.plan(s, e)
+        timing.mark("plan")  # Metadata + one Fetch per leader (the data-loss check)
         lag = sum(max(0, off - e.get(tp, off)) for tp, off in self._latest.items())
-        log.info("eoskafka source: batch of %d offsets in %d ranges; %d offsets behind latest",
-                 sum(r.end - r.start for r in ranges), len(ranges), lag)
-        return to_input_partitions(self.options, ranges)
+        log.info("eoskafka source: batch of %d offsets in %d ranges; %d offsets behind latest%s",
+                 sum(r.end - r.start for r in ranges), len(ranges), lag,
+                 f" (capped by the default maxOffsetsPerTrigger="
+                 f"{self.options.max_offsets_per_trigger}; set it to change the bound)"
+                 if lag and self.options.default_read_bound else "")
+        parts = to_input_partitions(self.options, ranges)
+        timing.mark("pack")
+        timing.write(ranges=len(ranges), tasks=len(parts))
+        return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: stream the partition's visible records as Arrow batches."""
-        if not isinstance(partition, KafkaInputPartition):
-            return iter(())
-        return read_partition(partition, arrow_schema_of(self.schema))
+        return read_input(partition, self.schema)
 
     def commit(self, end: dict) -> None:
         """Spark committed the batch ending at ``end``: tell the progress group, if any.
@@ -230,9 +248,10 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 def to_input_partitions(options: SourceOptions, ranges: Sequence[Any]) -> list[InputPartition]:
-    """Offset ranges -> picklable input partitions carrying what the executor needs."""
-    return [
-        KafkaInputPartition(
+    """Offset ranges -> picklable input partitions carrying what the executor needs: one per
+    range, or at most ``maxPartitions`` of them packed (:mod:`.packing`)."""
+    def one(r: Any) -> KafkaInputPartition:
+        return KafkaInputPartition(
             r.topic, r.partition, r.start, r.end, options.client,
             read_committed=options.read_committed,
             include_headers=options.include_headers,
@@ -240,8 +259,21 @@ def to_input_partitions(options: SourceOptions, ranges: Sequence[Any]) -> list[I
             poll_timeout_ms=options.poll_timeout_ms,
             fail_on_data_loss=options.fail_on_data_loss,
         )
-        for r in ranges
-    ]
+
+    groups = pack_ranges(ranges, options.max_partitions, options.max_records_per_partition)
+    return [one(g[0]) if len(g) == 1 else KafkaPackedPartition(tuple(one(r) for r in g))
+            for g in groups]
+
+
+def read_input(partition: InputPartition, schema: StructType) -> Iterator[pa.RecordBatch]:
+    """Executor: the visible records of an input partition (one range, or packed ranges one
+    after the other, each in offset order), as Arrow batches."""
+    if isinstance(partition, KafkaPackedPartition):
+        arrow = arrow_schema_of(schema)
+        return (batch for part in partition.parts for batch in read_partition(part, arrow))
+    if not isinstance(partition, KafkaInputPartition):
+        return iter(())  # Spark's placeholder when there is nothing to read
+    return read_partition(partition, arrow_schema_of(schema))
 
 
 def _is(limit: Any, name: str) -> bool:

@@ -33,6 +33,7 @@ from ..errors import (
     for_code,
 )
 from ._kafka_python_fixes import install as _install_kafka_python_fixes
+from .oauth import OAuthTokenError, describe_claims, token_provider
 from .redact import protect, redact
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,13 @@ class KafkaWire:
     def _connect(self) -> KafkaNetClient:
         config = self.config
         protect((config.sasl_password, config.ssl_password))
+        if config.oauth is not None:
+            protect((config.oauth.client_secret,))
+            token_provider(config.oauth).token()  # a failure here names the option to fix
+        if config.sasl_token_auth and config.sasl_username:
+            from .delegation import register_token_user  # adds SCRAM's tokenauth extension
+
+            register_token_user(config.sasl_username)
         settings = config.to_kafka_python()
         settings["receive_message_max_bytes"] = RECEIVE_MAX_BYTES
         settings.setdefault("reconnect_backoff_max_ms", 1000)
@@ -149,6 +157,8 @@ class KafkaWire:
         """The error for a first connection the broker refused for good (bad credentials,
         an untrusted certificate), or None when retrying may help."""
         config, servers = self.config, ",".join(self.config.bootstrap_servers)
+        if isinstance(exc, OAuthTokenError):  # raised by the token source, inside kafka-python
+            return exc
         if isinstance(exc, (kerrors.UnsupportedSaslMechanismError, kerrors.IllegalSaslStateError)):
             # Refused at SaslHandshake, before any credential was sent: Kafka answers 33 for
             # a mechanism the listener does not enable, 34 on a listener without SASL.
@@ -158,6 +168,29 @@ class KafkaWire:
                 f"({config.security_protocol}) is the protocol of this listener (a PLAINTEXT "
                 "or SSL listener does no SASL) and that kafka.sasl.mechanism is one of the "
                 "broker's sasl.enabled.mechanisms for it"
+            )
+        if in_sasl and config.oauth is not None:
+            source = token_provider(config.oauth)
+            said = f"; it answered {source.last_refusal}" if source.last_refusal else ""
+            return AuthenticationError(
+                f"the broker at {servers} refused the OAUTHBEARER token from "
+                f"{config.oauth.source} ({_describe(exc)}{said}; the token: "
+                f"{describe_claims(source.current)}); check that the token's audience is the "
+                "broker's sasl.oauthbearer.expected.audience (ask the identity provider for it, "
+                "e.g. with scope in kafka.sasl.jaas.config), that its issuer and signing key "
+                "are the ones the broker trusts (sasl.oauthbearer.jwks.endpoint.url), that it "
+                "has not expired (this host's clock), and that the listener enables "
+                "OAUTHBEARER"
+            )
+        if in_sasl and config.sasl_token_auth:
+            return AuthenticationError(
+                f"the broker at {servers} refused the delegation token "
+                f"{config.sasl_username!r} (SASL {config.sasl_mechanism}, tokenauth; "
+                f"{_describe(exc)}); the token has expired (not renewed within the broker's "
+                "delegation.token.expiry.time.ms, or past its delegation.token.max.lifetime.ms) "
+                "or was never created there: obtain a new one on the driver and restart the "
+                "query with it (docs/security.md#delegation-tokens); the listener must also "
+                "enable this SCRAM mechanism"
             )
         if in_sasl:
             return AuthenticationError(
@@ -282,7 +315,9 @@ class KafkaWire:
     def send(self, node: int, request: Any, what: str) -> tuple[int, Any]:
         """Send without waiting; pass the result to :meth:`wait`."""
         client = self.client
-        remember_client(self.config.sasl_username, ",".join(self.config.bootstrap_servers))
+        remember_client(self.config.principal, ",".join(self.config.bootstrap_servers))
+        if self.config.oauth is not None:
+            self._renew_session_before_it_ends(node)
         if not client.is_ready(node):
             try:
                 client.await_ready(node, timeout_ms=self.config.connect_timeout_ms)
@@ -328,6 +363,28 @@ class KafkaWire:
                     f"({_describe(exc)})"
                 ) from None
         return [future.value for _, future in pending]
+
+    def _renew_session_before_it_ends(self, node: int) -> None:
+        """Reconnect to ``node`` when its SASL session (KIP-368: the broker's
+        ``connections.max.reauth.ms``, bounded by the token's expiry) ends within
+        :data:`SESSION_MARGIN` of the session (at most :data:`SESSION_MARGIN_S`) and
+        nothing is in flight on it: a request sent on an expired session makes the broker
+        close the connection. kafka-python re-authenticates at 85-95% of the session while
+        it is polled; this covers a connection that sat unpolled (a task busy between sends)
+        past that point."""
+        left = session_left_s(self._client, node)
+        if left is not None and left < session_margin_s(self._client, node):
+            log.debug("SASL session to node %s ends in %.1f s: reconnecting", node, left)
+            self.drop_connection(node)
+
+    def sessions_end_within(self, seconds: float) -> bool:
+        """Whether a connection of this wire (or a sibling's) has a SASL session ending
+        within ``seconds`` (kept.py closes such a wire instead of reusing it)."""
+        for wire in (self, *self._siblings.values()):
+            for left in all_sessions_left_s(wire._client):
+                if left < seconds:
+                    return True
+        return False
 
     def _address(self, node: int) -> str:
         try:
@@ -438,6 +495,49 @@ def _bootstrap(client: KafkaNetClient, timeout_ms: int, via: str | None = None) 
         raise kerrors.KafkaTimeoutError(f"no broker answered within {timeout_ms} ms")
     if future.failed():
         raise future.exception
+
+
+#: A SASL session with less than this share of its lifetime left (at most
+#: SESSION_MARGIN_S seconds) is not used for another request: kafka-python re-authenticates
+#: at 85-95%, so only a connection it missed comes this close.
+SESSION_MARGIN = 0.04
+SESSION_MARGIN_S = 2.0
+
+
+def connections(client: KafkaNetClient | None) -> dict[int, Any]:
+    """kafka-python 3.0's open connections by node id ({} if its internals moved)."""
+    return dict(getattr(getattr(client, "_manager", None), "_conns", None) or {})
+
+
+def session_margin_s(client: KafkaNetClient | None, node: int) -> float:
+    reauth = getattr(connections(client).get(node), "_reauth", None)
+    lifetime_s = getattr(reauth, "session_lifetime_ms", 0) / 1000
+    return min(SESSION_MARGIN_S, SESSION_MARGIN * lifetime_s)
+
+
+def _session_left(conn: Any) -> float | None:
+    """Seconds until ``conn``'s SASL session ends, None if it has no end (kafka-python
+    3.0's ``SaslReauthenticator``; None if its internals are not the ones expected)."""
+    reauth = getattr(conn, "_reauth", None)
+    lifetime_ms = getattr(reauth, "session_lifetime_ms", 0)
+    since = getattr(reauth, "authenticated_at", None)
+    if not lifetime_ms or since is None or getattr(reauth, "is_reauthenticating", False):
+        return None
+    return since + lifetime_ms / 1000 - time.monotonic()
+
+
+def session_left_s(client: KafkaNetClient | None, node: int) -> float | None:
+    """Seconds left in the SASL session of the connection to ``node`` with no request in
+    flight, else None."""
+    conn = connections(client).get(node)
+    if conn is None or getattr(conn, "in_flight_requests", None):
+        return None
+    return _session_left(conn)
+
+
+def all_sessions_left_s(client: KafkaNetClient | None) -> list[float]:
+    return [left for conn in connections(client).values()
+            if (left := _session_left(conn)) is not None]
 
 
 def is_connection_error(exc: BaseException) -> bool:

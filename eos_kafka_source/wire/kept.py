@@ -8,7 +8,12 @@ whose last use ended cleanly is kept for the next use in the same process, for a
 :data:`KEEP_S` idle, well under the broker's ``connections.max.idle.ms`` (10 min by
 default, after which the broker closes it); a connection closed meanwhile is noticed
 before the next request. A wire whose use raised is closed: its connections may be dead
-or hold unanswered requests.
+or hold unanswered requests. A wire whose SASL session (KIP-368 re-authentication,
+``connections.max.reauth.ms``) ends within :data:`SESSION_REUSE_S` is closed too: the
+broker closes a connection that sends a request on an expired session, and an idle wire
+is not polled, so kafka-python's re-authentication may come too late. (Measured on Kafka
+4.4, 2026-11-25: with this check disabled an idle wire past its session still recovered,
+kafka-python reconnecting on its own; the check keeps that from being relied on.)
 
 Runs on: the driver (planning and commit workers) and the executors (tasks).
 """
@@ -27,6 +32,8 @@ from .connection import KafkaWire
 KEEP_S = 60.0
 #: Idle wires kept per configuration (a process may read and write the same cluster).
 KEEP_PER_CONFIG = 2
+#: A kept wire whose SASL session ends sooner than this (seconds) is not reused.
+SESSION_REUSE_S = 5.0
 
 _LOCK = threading.Lock()
 #: Idle wires per client configuration, each with when it was given back; newest last.
@@ -59,6 +66,9 @@ def take(config: ClientConfig) -> KafkaWire:
             _IDLE[config] = fresh
     for old in stale:
         old.close()
+    if wire is not None and wire.sessions_end_within(SESSION_REUSE_S):
+        wire.close()
+        wire = None
     if wire is None:
         return KafkaWire(config)
     wire.notice_closed()

@@ -144,7 +144,7 @@ def test_stuck_lso_is_never_excused_off_tansu(monkeypatch) -> None:
     view = {0: _pinned()}
     monkeypatch.setenv("EOSKAFKA_TEST_BROKER", "tansu")
     assert [len(x) for x in lso_lag(view)] == [1, 0]
-    for kind in ("kafka", "kafka39"):
+    for kind in ("kafka", "kafka43", "kafka39"):
         monkeypatch.setenv("EOSKAFKA_TEST_BROKER", kind)
         assert [len(x) for x in lso_lag(view)] == [0, 1]
     monkeypatch.setenv("EOSKAFKA_TEST_BROKER", "kafak")

@@ -35,7 +35,7 @@ NO_HANG_S = 30.0
 #: How far InitProducerId moves the epoch of an id whose transaction is open (it aborts it).
 #: Tansu: one bump. Kafka fences with one bump (PrepareEpochFence, the abort marker carries
 #: it) and the retried InitProducerId that finds the abort complete bumps once more.
-FENCE_BUMP = {"tansu": 1, "kafka": 2, "kafka39": 2}
+FENCE_BUMP = {"tansu": 1, "kafka": 2, "kafka43": 2, "kafka39": 2}
 
 
 @pytest.fixture

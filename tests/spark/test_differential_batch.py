@@ -211,3 +211,16 @@ def test_log_start_moved_with_fail_on_data_loss_false(spark, bootstrap, unique) 
                     failOnDataLoss="false")
     assert_same(got)
     assert min(r[2] for r in got["eoskafka"] if r[1] == 0) == 6
+
+
+def test_max_partitions_packs_tasks_but_reads_the_same_rows(spark, bootstrap, topic) -> None:
+    """maxPartitions (eoskafka's; Spark's connector ignores it): 3 ranges in 2 tasks, or 7
+    minPartitions pieces packed into 7 of at most 8, read exactly what Spark reads."""
+    assert_same(read_both(spark, bootstrap, subscribe=topic, maxPartitions="2"))
+    assert_same(read_both(spark, bootstrap, subscribe=topic, maxPartitions="1",
+                          includeHeaders="true"))
+    assert_same(read_both(spark, bootstrap, subscribe=topic, minPartitions="7",
+                          maxPartitions="8"))
+    frame = (spark.read.format("eoskafka").option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", topic).option("maxPartitions", "2").load())
+    assert frame.rdd.getNumPartitions() == 2

@@ -163,3 +163,21 @@ def test_offsets_behind_latest_match_sparks_metrics(spark, bootstrap, unique, tm
             for p in runs["eoskafka"][1].recentProgress if p["numInputRows"]]
     assert ours == spark_figures
     assert json.dumps(ours)  # plain numbers
+
+
+def test_max_partitions_packs_each_batch_and_keeps_its_ranges(
+        spark, bootstrap, unique, tmp_path) -> None:
+    """maxPartitions=1: every batch's 3 ranges in one task; the same rows and per-batch
+    offset ranges as Spark's connector (which ignores the option), across a restart."""
+    create_topic(bootstrap, unique, partitions=3)
+    for p in range(3):
+        write_plain(bootstrap, unique, [f"v{p}-{i}".encode() for i in range(4 + 3 * p)],
+                    partition=p)
+    options = {"subscribe": unique, "startingOffsets": "earliest",
+               "maxOffsetsPerTrigger": "5", "maxPartitions": "1"}
+    assert_same(available_now_both(spark, bootstrap, tmp_path, **options))
+    for p in range(3):
+        write_plain(bootstrap, unique, [f"w{p}".encode()], partition=p)
+    again = available_now_both(spark, bootstrap, tmp_path, **options)
+    assert_same(again)
+    assert values(again) == [b"w0", b"w1", b"w2"]

@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 import pytest
 
 from eos_kafka_source.errors import ConfigError, DataLossError, TopicNotFoundError
+from eos_kafka_source.offsets import OffsetRange
 from eos_kafka_source.options import SourceOptions
 from eos_kafka_source.source import planner as planner_mod
+from eos_kafka_source.source import stream_reader as stream_reader_mod
+from eos_kafka_source.source.packing import MIN_PIECE, pack_ranges
 from eos_kafka_source.source.planner import SourcePlanner
 from eos_kafka_source.source.stream_reader import HAS_READ_LIMITS
 from eos_kafka_source.wire import Bounds, TopicInfo
@@ -271,7 +274,8 @@ def test_reader_with_read_limits(cluster: FakeCluster) -> None:
     assert r.getDefaultReadLimit() == ReadMaxRows(5)
     assert r.latestOffset({"a": {"0": 0}}, ReadMaxRows(5)) == {"a": {"0": 5}}
     assert r.latestOffset({"a": {"0": 0}}, ReadAllAvailable()) == {"a": {"0": 12}}
-    assert stream_reader().getDefaultReadLimit() == ReadAllAvailable()
+    # Without the option, the default read bound (options/source.py), not everything.
+    assert stream_reader().getDefaultReadLimit() == ReadMaxRows(1_000_000)
 
 
 @needs_read_limits
@@ -317,3 +321,133 @@ def test_reader_pickles_without_its_connection(cluster: FakeCluster) -> None:
     assert copy._planner is None and copy.options == r.options
     parts = r.partitions({"a": {"0": 0}}, {"a": {"0": 8}})
     assert pickle.loads(pickle.dumps(parts[0])) == parts[0]
+
+
+# -- packing ranges into at most maxPartitions input partitions (one wave of tasks) ------------
+
+
+def ranges_of(*sizes: int, topic: str = "a") -> list[OffsetRange]:
+    return [OffsetRange(topic, p, 100, 100 + n) for p, n in enumerate(sizes)]
+
+
+def covered(groups: list[tuple[OffsetRange, ...]]) -> dict[tuple[str, int], list[int]]:
+    """Every offset each Kafka partition's ranges hold, in the order the tasks read them."""
+    out: dict[tuple[str, int], list[int]] = {}
+    for group in groups:
+        for r in group:
+            out.setdefault((r.topic, r.partition), []).extend(range(r.start, r.end))
+    return {tp: sorted(offsets) for tp, offsets in out.items()}
+
+
+def test_pack_unset_or_enough_bins_keeps_one_partition_per_range() -> None:
+    ranges = ranges_of(5, 0, 7)
+    assert pack_ranges(ranges, None) == [(ranges[0],), (ranges[2],)]  # empty ranges dropped
+    assert pack_ranges(ranges, 2) == [(ranges[0],), (ranges[2],)]
+    with pytest.raises(ValueError, match="positive"):
+        pack_ranges(ranges, 0)
+
+
+def test_pack_balances_largest_first_and_sorts_each_bin() -> None:
+    ranges = ranges_of(500, 300, 200, 100)
+    groups = pack_ranges(ranges, 2)
+    assert [[r.partition for r in g] for g in groups] == [[0, 3], [1, 2]]
+    assert [sum(r.size for r in g) for g in groups] == [600, 500]
+    assert covered(groups) == covered([(r,) for r in ranges])  # every offset, once
+
+
+def test_pack_is_deterministic_whatever_the_input_order() -> None:
+    ranges = ranges_of(40, 40, 40, 40, 40) + ranges_of(40, 40, topic="b")
+    first = pack_ranges(ranges, 3)
+    assert pack_ranges(list(reversed(ranges)), 3) == first
+    assert len(first) == 3 and sorted(len(g) for g in first) == [2, 2, 3]
+
+
+def test_pack_cuts_a_big_range_to_even_the_bins_but_never_into_tiny_pieces() -> None:
+    ranges = ranges_of(100_000, 10, 10, 10)
+    groups = pack_ranges(ranges, 2)
+    assert [sum(r.size for r in g) for g in groups] == [50_020, 50_010]
+    assert covered(groups) == covered([(r,) for r in ranges])
+    tiny = pack_ranges(ranges_of(9_000, 10, 10, 10), 2)  # share 4,515 < MIN_PIECE: no cut
+    assert [sum(r.size for r in g) for g in tiny] == [9_000, 30]
+    assert MIN_PIECE > 4_515
+
+
+def test_pack_keeps_max_records_per_partition_a_hard_cap() -> None:
+    groups = pack_ranges(ranges_of(30, 30, 30, 30), 2, max_records_per_partition=40)
+    assert len(groups) == 4 and all(sum(r.size for r in g) <= 40 for g in groups)
+    groups = pack_ranges(ranges_of(30, 30, 10, 10), 2, max_records_per_partition=40)
+    assert [sum(r.size for r in g) for g in groups] == [40, 40]
+
+
+def test_max_partitions_option_and_its_bounds() -> None:
+    assert options(maxPartitions="2").max_partitions == 2
+    assert options().max_partitions is None
+    with pytest.raises(ConfigError, match="maxPartitions must be a positive integer"):
+        options(maxPartitions="0")
+    with pytest.raises(ConfigError, match="minPartitions .4. is greater than maxPartitions .2."):
+        options(minPartitions="4", maxPartitions="2")
+
+
+def test_max_partitions_packs_the_plan_into_picklable_input_partitions(
+        cluster: FakeCluster) -> None:
+    for p, n in enumerate((50, 40, 30, 20)):
+        cluster.set("a", p, 0, n)
+    reader = stream_reader(maxPartitions="2", minPartitions="2")
+    start, end = {"a": {str(p): 0 for p in range(4)}}, {"a": {"0": 50, "1": 40, "2": 30,
+                                                               "3": 20}}
+    parts = reader.partitions(start, end)
+    assert parts == reader.partitions(start, end)  # a replay gets the same tasks
+    assert [type(p).__name__ for p in parts] == ["KafkaPackedPartition"] * 2
+    assert [[(q.partition, q.start, q.end) for q in p.parts] for p in parts] == [
+        [(0, 0, 50), (3, 0, 20)], [(1, 0, 40), (2, 0, 30)]]
+    assert pickle.loads(pickle.dumps(parts)) == parts
+    unpacked = stream_reader(minPartitions="2").partitions(start, end)
+    assert [type(p).__name__ for p in unpacked] == ["KafkaInputPartition"] * 4
+
+
+def test_a_packed_partition_reads_its_ranges_one_after_the_other(
+        cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[tuple[int, int]] = []
+
+    def fake_read(part, _schema):
+        read.append((part.partition, part.start))
+        yield part.partition
+
+    monkeypatch.setattr(stream_reader_mod, "read_partition", fake_read)
+    for p in range(3):
+        cluster.set("a", p, 0, 10)
+    reader = stream_reader(maxPartitions="1")
+    (only,) = reader.partitions({"a": {"0": 0, "1": 0, "2": 0}},
+                                {"a": {"0": 10, "1": 10, "2": 10}})
+    assert list(reader.read(only)) == [0, 1, 2]
+    assert read == [(0, 0), (1, 0), (2, 0)]
+
+
+def test_plan_takes_the_bounds_latest_offsets_just_fetched_for_the_same_batch(
+        cluster: FakeCluster) -> None:
+    """Spark asks latestOffset(start) then partitions(start, end): one Fetch of bounds a
+    batch, not two. A replay, another start or a new planner fetch afresh."""
+    cluster.set("a", 0, 0, 10)
+    cluster.set("a", 1, 0, 4)
+    p = planner()
+    end = p.latest_offsets({A0: 2, A1: 0}).end
+    assert cluster.bounds_calls == 1
+    first = p.plan({A0: 2, A1: 0}, end)
+    assert cluster.bounds_calls == 1
+    assert p.plan({A0: 2, A1: 0}, end) == first  # used once: the replay asks again
+    assert cluster.bounds_calls == 2
+    p.latest_offsets({A0: 2, A1: 0})
+    p.plan({A0: 3, A1: 0}, end)  # another start: asks again
+    assert cluster.bounds_calls == 4
+
+
+def test_reused_bounds_still_find_data_lost_before_the_batch(cluster: FakeCluster) -> None:
+    cluster.set("a", 0, 5, 10)
+    p = planner()
+    end = p.latest_offsets({A0: 2}).end
+    with pytest.raises(DataLossError, match="a-0: offsets 2 to 4"):
+        p.plan({A0: 2}, end)
+    lenient = planner(failOnDataLoss="false")
+    end = lenient.latest_offsets({A0: 2}).end
+    assert [(r.start, r.end) for r in lenient.plan({A0: 2}, end)] == [(5, 10)]
+    assert cluster.bounds_calls == 2

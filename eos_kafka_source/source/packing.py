@@ -1,0 +1,73 @@
+"""Pack a batch's offset ranges into at most ``maxPartitions`` Spark input partitions.
+
+Runs on the driver (the planning worker), after :func:`~eos_kafka_source.offsets.plan_ranges`
+has cut the ranges (``minPartitions``, ``maxRecordsPerPartition``). No Spark imports.
+
+Why: Spark runs one task per input partition and at most as many tasks at once as the
+cluster has task slots (``spark.default.parallelism``). Each task of a Python data source
+pays two Python workers (reader and writer), so a batch whose 4 Kafka partitions make 4
+tasks on 2 slots runs in two waves and takes about one wave longer than it must
+(docs/latency.md). Packing the ranges into as many partitions as there are slots makes one
+wave, and an exactly-once sink whose partitions follow the input's opens fewer
+transactions per batch.
+
+How: a range holding more than an equal share of the batch (``ceil(total / bins)``) is first
+cut into near-equal pieces of at most that share, as ``minPartitions`` cuts, when the share
+is at least :data:`MIN_PIECE` offsets (a piece costs a task one more Fetch round trip).
+Then the ranges go, largest first, to the bin holding the fewest offsets so far (ties: the
+lowest bin); with ``maxRecordsPerPartition`` a range only goes to a bin it fits in, else to a
+new bin (that option is a hard cap, this one a wish). Inside a bin the ranges are sorted by
+``(topic, partition, start)``. The same ranges always give the same bins: a replayed batch
+reads what the original did, task by task.
+
+>>> r = [OffsetRange("t", p, 0, n) for p, n in enumerate((500, 300, 200, 100))]
+>>> [[(x.partition, x.end) for x in b] for b in pack_ranges(r, 2)]
+[[(0, 500), (3, 100)], [(1, 300), (2, 200)]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..offsets import OffsetRange, plan_ranges
+
+#: Smallest equal share (offsets) for which ranges are cut to even the bins out.
+MIN_PIECE = 10_000
+
+
+def pack_ranges(ranges: Sequence[OffsetRange], max_partitions: int | None,
+                max_records_per_partition: int | None = None) -> list[tuple[OffsetRange, ...]]:
+    """Group ``ranges`` into at most ``max_partitions`` groups (more only when
+    ``max_records_per_partition`` forbids it); None: one group per range, as today."""
+    if max_partitions is not None and max_partitions <= 0:
+        raise ValueError(f"max_partitions must be positive, got {max_partitions}")
+    live = [r for r in ranges if r.end > r.start]
+    if max_partitions is None or len(live) <= max_partitions:
+        return [(r,) for r in live]
+    share = -(-sum(r.end - r.start for r in live) // max_partitions)
+    pieces = [piece for r in live for piece in _cut(r, share)]
+    pieces.sort(key=lambda r: (-(r.end - r.start), r.topic, r.partition, r.start))
+    bins: list[list[OffsetRange]] = [[] for _ in range(max_partitions)]
+    loads = [0] * max_partitions
+    cap = max_records_per_partition
+    for piece in pieces:
+        size = piece.end - piece.start
+        fits = [i for i in range(len(bins)) if cap is None or loads[i] + size <= cap]
+        if not fits:
+            bins.append([])
+            loads.append(0)
+            fits = [len(bins) - 1]
+        best = min(fits, key=lambda i: (loads[i], i))
+        bins[best].append(piece)
+        loads[best] += size
+    return [tuple(sorted(b, key=lambda r: (r.topic, r.partition, r.start))) for b in bins if b]
+
+
+def _cut(r: OffsetRange, share: int) -> list[OffsetRange]:
+    """``r`` in near-equal pieces of at most ``share`` offsets (a share under MIN_PIECE: whole)."""
+    size = r.end - r.start
+    if size <= share or share < MIN_PIECE:
+        return [r]
+    tp = (r.topic, r.partition)
+    return plan_ranges({tp: r.start}, {tp: r.end}, min_partitions=None,
+                       max_records_per_partition=share)

@@ -1,0 +1,246 @@
+"""Kafka delegation tokens (KIP-48): obtained on the driver, used by the tasks with SCRAM.
+
+Spark's Kafka connector signs its executors in this way on Kerberos clusters: the driver,
+which has the real credentials (a keytab, an OAuth client secret), asks the broker for a
+delegation token with CreateDelegationToken, and the executors authenticate with SCRAM as
+that token (user name = token id, password = its HMAC in base64, SCRAM extension
+``tokenauth=true``), so they never hold the real credentials. :func:`create_token`
+obtains one over any sign-in the driver's options give; :meth:`DelegationToken.task_options`
+are the ``kafka.*`` options for the tasks; :class:`TokenRenewer` renews it on the driver
+before it expires (``delegation.token.expiry.time.ms``, 24 h by default), up to its
+maximum lifetime (``delegation.token.max.lifetime.ms``, 7 days), after which a new token
+(and a restart of the query with it) is needed.
+
+kafka-python 3.0 has neither the three requests nor SCRAM's ``tokenauth`` extension: the
+requests are declared here from Kafka's protocol (schemas/), and :class:`_TokenScram`
+adds the extension for the user names this process registered as tokens.
+
+Runs on: the driver (create, renew, expire); the executors only sign in with the token.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.net.sasl import register_sasl_mechanism
+from kafka.net.sasl.scram import SaslMechanismScram
+from kafka.protocol.api_message import ApiMessage
+
+from ..client_config import ClientConfig
+from ..errors import AuthenticationError, EosKafkaError, for_code
+from . import schemas
+from .connection import KafkaWire
+
+log = logging.getLogger(__name__)
+
+
+class CreateDelegationTokenRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
+class CreateDelegationTokenResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
+class RenewDelegationTokenRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
+class RenewDelegationTokenResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
+class ExpireDelegationTokenRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
+class ExpireDelegationTokenResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
+
+
+_CAPS = {"CreateDelegationTokenRequest": 2, "RenewDelegationTokenRequest": 2,
+         "ExpireDelegationTokenRequest": 2}
+_SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+
+class DelegationTokenError(EosKafkaError):
+    """The broker would not create, renew or expire a delegation token."""
+
+    condition = "EOSKAFKA_DELEGATION_TOKEN"
+
+
+@dataclass(frozen=True, repr=False)
+class DelegationToken:
+    """A delegation token: its id, HMAC (the secret, never shown) and timestamps (ms)."""
+
+    token_id: str
+    hmac: bytes
+    owner: str
+    issued_ms: int
+    expires_ms: int
+    max_ms: int
+
+    def __repr__(self) -> str:
+        return (f"DelegationToken(token_id={self.token_id!r}, owner={self.owner!r}, "
+                f"expires_ms={self.expires_ms}, max_ms={self.max_ms}, hmac=***)")
+
+    @property
+    def password(self) -> str:
+        return base64.b64encode(self.hmac).decode()
+
+    def task_options(self, options: Mapping[str, str],
+                     mechanism: str = "SCRAM-SHA-512") -> dict[str, str]:
+        """``options`` with the sign-in replaced by SCRAM as this token: what the tasks get.
+
+        The bootstrap servers, TLS files and every non-SASL option are kept; the listener
+        must enable ``mechanism`` (SCRAM-SHA-256 or -512; the token works with both).
+        """
+        kept = {k: v for k, v in options.items() if not k.lower().startswith("kafka.sasl.")}
+        return {**kept, "kafka.sasl.mechanism": mechanism,
+                "kafka.sasl.jaas.config": f'{_SCRAM_JAAS} required username="{self.token_id}" '
+                                          f'password="{self.password}" tokenauth="true";'}
+
+
+def _call(wire: KafkaWire, request_cls: Any, what: str, **fields: Any) -> Any:
+    cap = _CAPS[request_cls.__name__]
+    version = int(wire.client.api_version(request_cls, max_version=cap))
+    response = wire.request(wire.any_node(), request_cls(version=version, **fields), what)
+    if response.error_code:
+        error = for_code(response.error_code)
+        hint = {
+            64: "the listener must authenticate the caller with SASL or TLS (not PLAINTEXT), "
+                "and a delegation token cannot create another",
+            65: "the broker has no delegation.token.secret.key: delegation tokens are off",
+            66: "the broker does not know this token (expired, or never created)",
+            67: "only the token's owner or a renewer may do this",
+            68: "the broker does not allow delegation tokens for this kind of sign-in",
+            69: "the token has passed its expiry or maximum lifetime; create a new one",
+        }.get(response.error_code, "")
+        raise DelegationTokenError(
+            f"{what} failed: {error.__name__} ({response.error_code})"
+            + (f"; {hint}" if hint else ""))
+    return response
+
+
+def create_token(options: Mapping[str, str], max_lifetime_ms: int = -1,
+                 mechanism: str | None = "SCRAM-SHA-512") -> DelegationToken:
+    """A new delegation token owned by whoever ``options`` sign in as (driver side).
+
+    With ``mechanism`` (the one :meth:`DelegationToken.task_options` will use), it returns
+    once a sign-in as the token succeeds: the broker that created it answers before its
+    own token cache has it (measured on Kafka 4.4: the first sign-in right after was
+    refused), and a listener that does not enable the mechanism fails here, on the
+    driver, rather than in every task.
+    """
+    config = ClientConfig.from_options(options)
+    with KafkaWire(config) as wire:
+        r = _call(wire, CreateDelegationTokenRequest, "CreateDelegationToken", renewers=[],
+                  max_lifetime_ms=max_lifetime_ms)
+    token = DelegationToken(r.token_id, bytes(r.hmac), f"{r.principal_type}:{r.principal_name}",
+                            r.issue_timestamp_ms, r.expiry_timestamp_ms, r.max_timestamp_ms)
+    if mechanism is not None:
+        _await_usable(token.task_options(options, mechanism), config.api_timeout_s)
+    return token
+
+
+def _await_usable(task_options: Mapping[str, str], timeout_s: float) -> None:
+    """Sign in as the token until the broker accepts it (within ``timeout_s``)."""
+    from .cluster import fetch_metadata
+
+    deadline, pause = time.monotonic() + timeout_s, 0.05
+    for attempt in itertools.count(1):
+        try:
+            with KafkaWire(ClientConfig.from_options(task_options)) as wire:
+                fetch_metadata(wire, [])
+            log.debug("delegation token usable at sign-in attempt %d", attempt)
+            return
+        except AuthenticationError as exc:
+            if "does not accept SASL" in str(exc) or time.monotonic() + pause > deadline:
+                raise DelegationTokenError(
+                    f"the new delegation token cannot sign in: {exc}") from None
+            time.sleep(pause)  # the broker's token cache catches up in milliseconds
+            pause = min(pause * 2, 1.0)
+
+
+def renew_token(options: Mapping[str, str], token: DelegationToken,
+                period_ms: int = -1) -> int:
+    """Renew ``token`` (by its owner's sign-in, ``options``); its new expiry (ms)."""
+    with KafkaWire(ClientConfig.from_options(options)) as wire:
+        r = _call(wire, RenewDelegationTokenRequest, "RenewDelegationToken",
+                  hmac=token.hmac, renew_period_ms=period_ms)
+    return int(r.expiry_timestamp_ms)
+
+
+def expire_token(options: Mapping[str, str], token: DelegationToken,
+                 period_ms: int = -1) -> int:
+    """Expire ``token`` in ``period_ms`` (-1: now); its new expiry (ms)."""
+    with KafkaWire(ClientConfig.from_options(options)) as wire:
+        r = _call(wire, ExpireDelegationTokenRequest, "ExpireDelegationToken",
+                  hmac=token.hmac, expiry_time_period_ms=period_ms)
+    return int(r.expiry_timestamp_ms)
+
+
+class TokenRenewer:
+    """Renews a token on the driver when half the time to its expiry has passed, until its
+    maximum lifetime; :meth:`start` and :meth:`stop` (or ``with``) run it. A failed
+    renewal is retried (logged) until the token expires; :attr:`error` keeps the last
+    failure."""
+
+    def __init__(self, options: Mapping[str, str], token: DelegationToken) -> None:
+        self.options, self.token = dict(options), token
+        self.expires_ms = token.expires_ms
+        self.renewals = 0
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="eoskafka-token-renewer",
+                                        daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            now_ms = time.time() * 1000
+            if self.expires_ms >= self.token.max_ms or now_ms >= self.expires_ms:
+                return  # nothing left to renew: the token ends at its maximum lifetime
+            wait_s = max((self.expires_ms - now_ms) / 2000, 0.2)
+            if self._stop.wait(wait_s):
+                return
+            try:
+                self.expires_ms = renew_token(self.options, self.token)
+                self.renewals += 1
+            except Exception as exc:  # noqa: BLE001 - retried until the token expires
+                self.error = exc
+                log.warning("renewing delegation token %s failed: %s", self.token.token_id, exc)
+
+    def start(self) -> TokenRenewer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def __enter__(self) -> TokenRenewer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+#: SCRAM user names this process signs in with as delegation tokens.
+_TOKEN_USERS: set[str] = set()
+
+
+def register_token_user(user: str) -> None:
+    _TOKEN_USERS.add(user)
+
+
+class _TokenScram(SaslMechanismScram):
+    """kafka-python's SCRAM, with the ``tokenauth=true`` extension in the client-first
+    message for a registered token user (RFC 5802 extensions are part of the signed
+    client-first-message-bare, as Kafka's ScramMessages writes them)."""
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        if config.get("sasl_plain_username") in _TOKEN_USERS:
+            client = self._scram_client
+
+            def first_message() -> bytes:
+                bare = b"n=" + client.user + b",r=" + client.nonce + b",tokenauth=true"
+                client.auth_message += bare
+                return b"n,," + bare
+
+            client.first_message = first_message
+
+
+register_sasl_mechanism("SCRAM-SHA-256", _TokenScram, overwrite=True)
+register_sasl_mechanism("SCRAM-SHA-512", _TokenScram, overwrite=True)

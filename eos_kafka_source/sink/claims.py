@@ -1,7 +1,8 @@
 """Invariant 7: two queries never share a transactional-id prefix.
 
 Every prefix a streaming sink uses, derived or chosen, is claimed on the broker: group
-``<prefix>.eoskafka-claim`` commits, on partition 0 of the sink topic, an offset that
+``<prefix>.eoskafka-claim`` commits, on partition 0 of the sink topic (with a ``topic``
+column: the first topic the first commit wrote, :func:`claim_at_first_commit`), an offset that
 fingerprints the owning checkpoint (the offset itself: Tansu drops offset metadata) and
 metadata naming the owning query id and the ids it replaced. A query at another
 checkpoint is refused. A new query id at the same checkpoint is a reset checkpoint and
@@ -34,11 +35,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 
 from ..acls import ABORTED_INFIX, CLAIM_SUFFIX
 from ..errors import IdPrefixClashError, NotAuthorizedError
+from ..faults import fault_point
 from ..wire import KafkaWire
 from ..wire.groups import commit_offset, fetch_offset
+from .decision_log import DecisionLog
+from .handoff import TxnHandoff
 
 _KEEP_REPLACED = 10  # replaced query ids remembered in the claim (metadata stays small)
 
@@ -80,6 +85,23 @@ def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
             "checkpointLocation or transactionalIdPrefix.")
     commit_offset(wire, group, topic, 0, token,
                   _metadata(owner, lineage, [*replaced, holder_query][-_KEEP_REPLACED:]))
+
+
+def claim_at_first_commit(wire: KafkaWire, decisions: DecisionLog, prefix: str, owner: str,
+                          handoffs: Sequence[TxnHandoff], *, lineage: str | None) -> None:
+    """A sink writing a ``topic`` column (no ``topic`` option) claims its prefix at its first
+    commit, before the decision, on the first topic (sorted) the hand-offs wrote: Kafka
+    refuses an offset commit on an unknown topic, and none is known sooner (finding 9 of
+    issue 22). The topic is kept in the pool state; later batches and runs claim on it
+    before any task starts (DriverProtocol.prepare)."""
+    pool = decisions.pool()
+    topics = sorted({t for h in handoffs for t, _, _ in h.partitions})
+    if pool.claim_topic or not topics:
+        return
+    claim_prefix(wire, prefix, owner, topics[0], lineage=lineage)
+    fault_point("commit.after_claim")  # claimed, not yet remembered: the next commit claims
+    pool.claim_topic = topics[0]
+    decisions.save_pool(pool)
 
 
 def claim_group(prefix: str) -> str:

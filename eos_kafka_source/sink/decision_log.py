@@ -95,6 +95,8 @@ class PoolState:
     #: Lineages whose batch an abort marked aborted (claims.py); the next planning clears
     #: their marks after its fencing, even where it cannot read its own query id.
     marked: list[str] = field(default_factory=list)
+    #: With a ``topic`` column: the topic the prefix claim was first made on (claims.py).
+    claim_topic: str = ""
 
 
 class DecisionLog(DecisionFiles):
@@ -377,6 +379,7 @@ class DecisionLog(DecisionFiles):
             int(data.get("size", 0)), dict(data.get("fenced_epochs", {})),
             data.get("prefix", ""), data.get("owner", ""), bool(data.get("clean", False)),
             dict(data.get("fenced_producers", {})), list(data.get("marked", [])),
+            data.get("claim_topic", ""),
         )
 
     def save_pool(self, state: PoolState) -> None:
@@ -384,7 +387,8 @@ class DecisionLog(DecisionFiles):
                                   "prefix": state.prefix, "owner": state.owner,
                                   "clean": state.clean,
                                   "fenced_producers": state.fenced_producers,
-                                  "marked": state.marked})
+                                  "marked": state.marked,
+                                  "claim_topic": state.claim_topic})
 
 
 def _lineage_of(directory: str) -> str:

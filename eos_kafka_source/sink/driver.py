@@ -32,6 +32,7 @@ from ..faults import fault_point
 from ..wire import KafkaWire
 from .batch_identity import BatchIdentity, identity_of, refuse_other_batch
 from .claims import (
+    claim_at_first_commit,
     claim_prefix,
     clear_batch_aborted,
     mark_batch_aborted,
@@ -78,6 +79,7 @@ class DriverProtocol:
         transaction_timeout_ms: int,
         checkpoint: str | None = None,
         claim_topic: str | None = None,
+        claim_from_handoffs: bool = False,
         lineage: str | None = None,
         streaming: bool = True,
         spark_checkpoint: str | None = None,
@@ -98,6 +100,8 @@ class DriverProtocol:
         #: The topic the abort marks (and a batch write's "committing" mark) are kept on
         #: (claims.py); None: no marks.
         self.mark_topic = mark_topic if mark_topic is not None else claim_topic
+        #: A ``topic`` column (no claim_topic): claim on the first topic a commit writes.
+        self.claim_from_handoffs = claim_from_handoffs
         self.last_report: FinishReport | None = None
         #: Seconds of each step of the last commit() (prepare, lookup, liveness, decision,
         #: endtxn, done, cleanup).
@@ -121,8 +125,9 @@ class DriverProtocol:
             timed.mark("connect")
             self._bind()
             timed.mark("bind")
-            if self.claim_topic is not None:
-                claim_prefix(wire, self.ids.prefix, self.owner, self.claim_topic,
+            claim_topic = self._claim_topic()
+            if claim_topic is not None:
+                claim_prefix(wire, self.ids.prefix, self.owner, claim_topic,
                              lineage=self.lineage if self.streaming else None)
             timed.mark("claim")
             completed = []
@@ -134,7 +139,8 @@ class DriverProtocol:
                     completed.append(self._view(decision.lineage).get(decision.batch_id))
             timed.mark("roll_forward")
             pool = self.decisions.pool()
-            fenced = new_run or pool.size == 0 or not pool.clean
+            moved = bool(pool.prefix) and pool.prefix != self.ids.prefix  # finding 8b
+            fenced = new_run or pool.size == 0 or not pool.clean or moved
             if fenced:
                 fault_point("prepare.before_fence")
                 fence_pool(wire, self._pool_owner(), pool, probe=True)
@@ -181,6 +187,14 @@ class DriverProtocol:
             if decision is not None:
                 self._view(decision.lineage).told(decision.batch_id)
         return completed
+
+    def _claim_topic(self) -> str | None:
+        """The ``topic`` option; with a ``topic`` column, the topic of the first commit's
+        claim (claims.claim_at_first_commit), None before it."""
+        if self.claim_topic is not None or not self.claim_from_handoffs:
+            return self.claim_topic
+        assert self.decisions is not None
+        return self.decisions.pool().claim_topic or None
 
     def _bind(self) -> None:
         """A streaming query's log must be its own (invariant 8; DecisionLog.bind)."""
@@ -295,6 +309,9 @@ class DriverProtocol:
             timed.mark("verify")
             timed.seconds.update(lookup=found.lookup_s, liveness=found.check_s)
             if decisions is not None:
+                if self.claim_from_handoffs and self.claim_topic is None:
+                    claim_at_first_commit(wire, decisions, self.ids.prefix, self.owner,
+                                          handoffs, lineage=self.lineage)
                 fault_point("commit.before_decision")
                 decisions.decide(batch, [h for h in handoffs if h.open],
                                  identity.to_json() if identity is not None else None)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..faults import fault_point
 from ..wire import KafkaWire, ProducerIdentity
 from .decision_log import DecisionLog, PoolState
-from .fencing import fence_identities, probe_beyond
+from .fencing import fence_identities, fence_lingering
 from .naming import TransactionalIdFactory
 
 log = logging.getLogger(__name__)
@@ -37,12 +37,28 @@ class PoolOwner:
 
 def fence_pool(wire: KafkaWire, who: PoolOwner, pool: PoolState, *, probe: bool) -> None:
     """Fence every id of the pool (and, with ``probe``, ids past it a bigger batch may have
-    used); the pool is then clean."""
+    used); the pool is then clean.
+
+    A pool recorded under another prefix (``transactionalIdPrefix`` changed while a run
+    had transactions open: finding 8b of issue 22) is fenced as a whole first, ids past it
+    included; only then is the new prefix recorded, so a failure here leaves it to be
+    fenced again by the next planning."""
+    if pool.prefix and pool.prefix != who.ids.prefix:
+        old = TransactionalIdFactory(pool.prefix)
+        fenced = fence_identities(wire, old.pool(pool.size), who.timeout_ms)
+        _, more = fence_lingering(wire, old, pool.size, who.timeout_ms,
+                                  known=pool.fenced_epochs)
+        fenced.update(more)
+        log.warning("eoskafka: transactionalIdPrefix changed from %s to %s: fenced the old "
+                    "prefix's %d id(s)", pool.prefix, who.ids.prefix, len(fenced))
+        for tid in fenced:  # the old ids are done with: keep pool.json small
+            pool.fenced_epochs.pop(tid, None)
+            pool.fenced_producers.pop(tid, None)
     fenced = fence_identities(wire, who.ids.pool(pool.size), who.timeout_ms)
     size = pool.size
     if probe:
-        size, more = probe_beyond(wire, who.ids.for_task, pool.size, who.timeout_ms,
-                                  known=pool.fenced_epochs)
+        size, more = fence_lingering(wire, who.ids, pool.size, who.timeout_ms,
+                                     known=pool.fenced_epochs)
         fenced.update(more)
         size = max(size, pool.size)
     remember(pool, fenced)

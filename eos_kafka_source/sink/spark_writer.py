@@ -125,6 +125,8 @@ class _Writer:
             # Every streaming prefix, derived or chosen, is claimed (claims.py): the same
             # checkpoint path on two clusters derives the same prefix.
             claim_topic=self.sink.topic if self.streaming else None,
+            # A topic column: claimed at the first commit, on a topic it wrote (driver.py).
+            claim_from_handoffs=self.streaming and self.sink.topic is None,
             lineage=self.lineage,
             streaming=self.streaming,
             spark_checkpoint=self.spark_checkpoint,

@@ -47,6 +47,7 @@ from .batching import (
     split_by_bytes,
 )
 from .columns import unpack
+from .first_offsets import find_first_offsets
 from .handoff import TxnHandoff
 from .partitioner import Router, take, take_arrow
 from .produce import Batch, ProducePipeline
@@ -238,6 +239,7 @@ class TaskWriter:
         self.flush()
         assert self.producer is not None
         counts = self.pipeline.acked
+        self._fill_first_offsets()
         partitions = tuple(sorted((t, p, n) for (t, p), n in counts.items()))
         return TxnHandoff(
             transactional_id=self.transactional_id or "",
@@ -258,6 +260,21 @@ class TaskWriter:
                                        in self.pipeline.first_offsets.items())),
             delivery="exactly_once" if self.transactional_id else "at_least_once",
         )
+
+    def _fill_first_offsets(self) -> None:
+        """A partition whose first Produce answer gave no base offset (first_offsets.py):
+        ask the broker, so the hand-off says where every partition's records start."""
+        firsts = self.pipeline.first_offsets
+        missing = {tp: self._leader(tp) for tp in self.pipeline.acked if tp not in firsts}
+        if not missing or self.transactional_id is None:
+            return
+        assert self.producer is not None
+        firsts.update(find_first_offsets(self.wire, self.producer, missing))
+        unknown = sorted(set(missing) - set(firsts))
+        if unknown:
+            log.warning("eoskafka: %s: no first offset found in %s; if its commit is ever "
+                        "refused, its outcome cannot be read from the log",
+                        self.transactional_id, unknown)
 
     # -- partitioning ----------------------------------------------------------------------
 

@@ -63,6 +63,8 @@ VERSION_CAPS: dict[str, int] = {
     "DeleteRecordsRequest": 2,
     "DescribeConfigsRequest": 4,
     "DescribeTransactionsRequest": 0,
+    "ListTransactionsRequest": 2,
+    "DescribeProducersRequest": 0,
 }
 
 #: Texts of TLS handshake failures that retrying cannot fix.

@@ -131,12 +131,6 @@ def _cells() -> list[pytest.param]:
 #: 2026-11-25). Passes with helper core's branch merged (checked: it reads the markers).
 DECIDED_OPEN = {("commit.after_decision", "commit"), ("commit.before_endtxn", "commit"),
                 ("commit.between_endtxn", "commit"), ("commit.before_endtxn", "lost")}
-#: Cells whose killed driver leaves an undecided transaction open (a task's, or the zombie's):
-#: restarted under another transactionalIdPrefix, nothing fences the old prefix's ids and
-#: the transaction stays open until its timeout (15 min by default), stalling every
-#: read_committed reader of the output. No helper's branch fixes it (issue 22's report).
-UNDECIDED_OPEN = {"commit.before_decision", "store.write", "store.before_final",
-                  "abort.after_mark"}
 
 
 def _expected_failure(cell: Cell) -> str | None:
@@ -148,9 +142,6 @@ def _expected_failure(cell: Cell) -> str | None:
         why.append(f"fixed by {helper}: the point {cell.point} comes with its branch")
     if cell.action == "kafka_abort" and (cell.point, cell.scenario) in DECIDED_OPEN:
         why.append("fixed by core: a roll-forward's NONE confirmed by the log's markers")
-    if cell.action == "prefix" and (cell.scenario == "lost" or (
-            cell.point in UNDECIDED_OPEN and cell.kill == "kill" and cell.scenario != "restart")):
-        why.append("open bug: a changed prefix leaves the old prefix's open transactions open")
     return "; ".join(why) or None
 
 

@@ -128,6 +128,13 @@ class KafkaTools:
         timeout with no coordinator state (what blocks a read_committed consumer for good)."""
         return _table(self.run(TRANSACTIONS, "find-hanging", "--broker-id", str(broker_id)))
 
+    def abort_transaction(self, topic: str, partition: int, start_offset: int) -> str:
+        """``kafka-transactions abort --topic --partition --start-offset``: what an operator
+        runs on a hanging transaction. Kafka writes an ABORT marker straight to that one
+        partition (its coordinator is not asked: it may still hold the transaction open)."""
+        return self.run(TRANSACTIONS, "abort", "--topic", topic, "--partition",
+                        str(partition), "--start-offset", str(start_offset))
+
     def describe_group(self, group: str) -> list[dict[str, str]]:
         """``kafka-consumer-groups --describe --group``: one row per partition (with LAG)."""
         return _table(self.run(CONSUMER_GROUPS, "--describe", "--group", group))

@@ -19,6 +19,7 @@ from ..faults import fault_point
 from ..wire import KafkaWire, ProducerIdentity
 from .decision_log import DecisionLog, PoolState
 from .fencing import fence_identities, probe_beyond
+from .log_copy import recovery_id
 from .naming import TransactionalIdFactory
 
 log = logging.getLogger(__name__)
@@ -36,9 +37,11 @@ class PoolOwner:
 
 
 def fence_pool(wire: KafkaWire, who: PoolOwner, pool: PoolState, *, probe: bool) -> None:
-    """Fence every id of the pool (and, with ``probe``, ids past it a bigger batch may have
-    used); the pool is then clean."""
-    fenced = fence_identities(wire, who.ids.pool(pool.size), who.timeout_ms)
+    """Fence every id of the pool and the recovery id (and, with ``probe``, ids past it a
+    bigger batch may have used); the pool is then clean. Roll-forward runs first, so no
+    recorded recovery is open here: what a crash left open on that id is aborted."""
+    fenced = fence_identities(wire, [*who.ids.pool(pool.size), recovery_id(who.ids)],
+                              who.timeout_ms)
     size = pool.size
     if probe:
         size, more = probe_beyond(wire, who.ids.for_task, pool.size, who.timeout_ms,

@@ -50,7 +50,7 @@ class State(enum.Enum):
 class Event(enum.Enum):
     DECIDE = "decide"  # the decision is recorded (before any EndTxn)
     ALL_COMMITTED = "all committed"  # every decided transaction committed (answer or log)
-    SOME_ABORTED = "some aborted"  # the log shows some aborted, the rest committed
+    SOME_ABORTED = "some aborted"  # the log shows some (or some partitions) aborted, not all
     NONE_COMMITTED = "none committed"  # the log shows every decided transaction aborted
     UNKNOWN = "unknown"  # some outcome (or the log) still unknown: keep the state, fail
     COPIED = "copied"  # the aborted records, read from the log, written and recorded

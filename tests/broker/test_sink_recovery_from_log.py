@@ -219,3 +219,21 @@ def test_a_loss_recorded_by_an_older_eoskafka_is_copied_when_its_batch_replays(
     decision = sink.log.get(0)
     assert decision is not None and decision.state is State.DONE and not decision.lost
     assert_once_on_kafka(sink, Counter(vals("b0t0") + vals("b0t1")))
+
+
+def test_a_replay_whose_aborts_are_not_confirmed_leaves_the_pool_to_be_fenced(
+        sink: Harness, faults) -> None:
+    """Finding 8a: the replay's transactions of a committed batch are aborted; when an abort's
+    answer never comes back, that transaction may still be open. Before, the pool stayed
+    clean and the next planning did not fence it; now it is marked not clean."""
+    assert sink.log is not None
+    sink.driver.commit(0, [sink.task(p, vals(f"b0t{p}")) for p in range(2)], tasks=2)
+    assert sink.log.pool().clean
+    replay = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
+    faults("endtxn.abort.answered=drop")  # every abort's answer is lost
+    sink.driver.commit(0, replay, tasks=2)
+    faults("")
+    assert not sink.log.pool().clean
+    sink.driver.prepare(new_run=False)  # the next batch's planning fences the pool
+    assert sink.log.pool().clean
+    assert_once_on_kafka(sink, Counter(vals("b0t0") + vals("b0t1")))

@@ -133,6 +133,13 @@ class DecisionLogConflictError(EosKafkaError):
     condition = "EOSKAFKA_DECISION_LOG_CONFLICT"
 
 
+class DecisionLogFormatError(DecisionLogConflictError):
+    """A decision-log file or hand-off was written by a newer eoskafka, in a format this one
+    does not know (docs/compatibility.md, "Compatibility promise")."""
+
+    condition = "EOSKAFKA_DECISION_LOG_FORMAT"
+
+
 class PreviousWriteCompletedError(EosKafkaError):
     """A batch write found an earlier write, interrupted after its commit decision, and
     finished it: the write the user is starting may be its rerun (said once)."""

@@ -13,24 +13,25 @@ lineage or batch write; files of logs written before lineages existed sit direct
 after checkpoint resets; ``pool.json`` the transactional-id pool and the epochs the
 driver fenced ids to; ``planned.json`` when the last batch was prepared.
 
-Writes are write-then-rename, fsync'ed on local disks. A decision and a recovery are
-created only if absent (two drivers cannot both decide one batch: the second fails).
+The files themselves (atomic writes, the ``format`` version, create-only-if-absent on
+local disks and object stores alike) are :mod:`.decision_files`. A decision and a recovery
+are created only if absent (two drivers cannot both decide one batch: the second fails);
+each decision carries a token, and only a driver holding it voids the decision
+(:meth:`DecisionLog.void`).
 Runs on: the driver only (planning and commit workers).
 """
 
 from __future__ import annotations
 
-import json
-import os
+import logging
 import re
 import time
-import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow.fs as pafs
 
 from ..errors import DecisionLogConflictError
+from .decision_files import FORMAT, DecisionFiles  # noqa: F401 - FORMAT re-exported
 from .decision_states import UNFINISHED, State
 from .handoff import TxnHandoff
 
@@ -38,6 +39,8 @@ _KEEP_DONE = 100  # finished decisions kept per lineage for inspection (eoskafka
 _KEEP_LINEAGES = 100  # finished other lineages (older queries, batch writes) kept
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 _SUFFIXES = (".json", ".done", ".recovery")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,9 @@ class Decision:
     #: A replay's hand-offs chosen to replace the lost ones, recorded before their EndTxn.
     recovery: tuple[TxnHandoff, ...] | None = None
     lineage: str = ""
+    #: Random, written by :meth:`DecisionLog.decide`; only its holder may void the decision
+    #: ("" for decisions written before tokens existed).
+    token: str = ""
 
     @property
     def state(self) -> State:
@@ -82,7 +88,7 @@ class PoolState:
     fenced_producers: dict[str, int] = field(default_factory=dict)
 
 
-class DecisionLog:
+class DecisionLog(DecisionFiles):
     """Decisions and pool state of one query's sink, in a directory.
 
     ``lineage`` selects whose decisions :meth:`get`, :meth:`decide`… read and write; None
@@ -97,6 +103,7 @@ class DecisionLog:
         self.fs.create_dir(f"{self.root}/decisions", recursive=True)
         self._lineage = lineage
         self._dir_cache: str | None = None
+        self._tokens: dict[str, str] = {}  # shared with for_lineage() views
 
     @property
     def lineage(self) -> str:
@@ -194,12 +201,31 @@ class DecisionLog:
                      {"batch_id": batch_id, "handoffs": [h.to_json() for h in handoffs]})
 
     def clear_recovery(self, batch_id: int) -> None:
-        self._delete(self._name(batch_id, ".recovery"))
+        """Drop the recovery record, only if it belongs to the decision this driver holds."""
+        stem = self._name(batch_id, "")
+        token = self._tokens.get(stem)
+        if token is None or not self._delete_if(f"{stem}.recovery", token):
+            log.warning("eoskafka: %s.recovery left in place: not the recovery of the "
+                        "decision this driver read; the next recovery finishes it", stem)
 
-    def void(self, batch_id: int) -> None:
-        """Withdraw a decision none of whose transactions committed (the batch will replay)."""
-        for suffix in _SUFFIXES:
-            self._delete(self._name(batch_id, suffix))
+    def void(self, batch_id: int, token: str | None = None) -> bool:
+        """Withdraw a decision none of whose transactions committed (the batch will replay).
+
+        Deletes only the decision holding ``token`` (default: the one this driver decided
+        or last read for the batch) and returns whether it did: a zombie driver that voids
+        late leaves alone the decision its replacement made since for the same batch. The
+        files are read, compared and deleted: not atomic. A decision that another driver
+        voids and decides anew in the milliseconds between this read and delete is deleted
+        (any store; object stores have no conditional delete). The other files go before
+        the ``.json``, so a crash in between leaves a decided batch (rolled forward again),
+        never a ``.done`` that a new decision would inherit.
+        """
+        stem = self._name(batch_id, "")
+        token = self._tokens.get(stem) if token is None else token
+        if token is None:
+            log.warning("eoskafka: decision %s not voided: this driver never read it", stem)
+            return False
+        return self._void_in(self._dir(), batch_id, token)
 
     def get(self, batch_id: int) -> Decision | None:
         return self._decision(self._dir(), batch_id)
@@ -221,6 +247,7 @@ class DecisionLog:
             None if recovery is None
             else tuple(TxnHandoff.from_json(h) for h in recovery["handoffs"]),
             data.get("lineage") or _lineage_of(directory) or self.lineage,
+            token=self._remember(f"{directory}/{batch_id:020d}", data.get("token", "")),
         )
 
     def batch_ids(self) -> list[int]:
@@ -270,19 +297,37 @@ class DecisionLog:
         mine = self._dir()
         for batch_id in sorted(scan.get(mine, {}))[:-_KEEP_DONE]:
             if scan[mine][batch_id] == {".json", ".done"}:
-                self._void_in(mine, batch_id)
+                self._void_in(mine, batch_id, None)
         others = [d for d, batches in scan.items() if d != mine and d != "decisions"
                   and all(p == {".json", ".done"} for p in batches.values())]
         if len(others) > _KEEP_LINEAGES:
             by_age = sorted(others, key=lambda d: newest.get(d, 0.0))  # oldest first
             for directory in by_age[:-_KEEP_LINEAGES]:
                 for batch_id in scan[directory]:
-                    self._void_in(directory, batch_id)
+                    self._void_in(directory, batch_id, None)
                 self._delete_dir(directory)
 
-    def _void_in(self, directory: str, batch_id: int) -> None:
-        for suffix in _SUFFIXES:
-            self._delete(f"{directory}/{batch_id:020d}{suffix}")
+    def _void_in(self, directory: str, batch_id: int, token: str | None) -> bool:
+        """Delete a decision's files: those carrying ``token`` (legacy files carry none), or
+        with None every file, for :meth:`prune` alone. Pruned decisions are finished
+        (``.json`` and ``.done`` listed) and at least ``_KEEP_DONE`` batches old: no driver
+        decides that batch id of that lineage again, so there is no newer decision there to
+        spare."""
+        stem = f"{directory}/{batch_id:020d}"
+        if token is not None:
+            found = self._read(f"{stem}.json")
+            if found is not None and found.get("token", "") != token:
+                log.warning("eoskafka: decision %s not voided: another driver decided the "
+                            "batch since (a zombie driver's late void)", stem)
+                return False
+        for suffix in (s for s in _SUFFIXES if s != ".json"):  # the .json last
+            if token is None:
+                self._delete(f"{stem}{suffix}")
+            else:
+                self._delete_if(f"{stem}{suffix}", token)
+        self._delete(f"{stem}.json")
+        self._tokens.pop(stem, None)
+        return True
 
     def mark_planned(self) -> None:
         """When the driver last prepared a batch (its tasks start after): a batch older
@@ -309,116 +354,10 @@ class DecisionLog:
                                   "clean": state.clean,
                                   "fenced_producers": state.fenced_producers})
 
-    # -- files ---------------------------------------------------------------------------------
-
-    def _path(self, name: str) -> str:
-        return f"{self.root}/{name}"
-
-    def _write(self, name: str, payload: dict[str, Any]) -> None:
-        """Replace ``name`` atomically (write, fsync, rename; fsync the directory)."""
-        final = self._path(name)
-        tmp = f"{final}.{uuid.uuid4().hex}.tmp"
-        data = json.dumps(payload, sort_keys=True).encode()
-        if self.local:
-            os.makedirs(os.path.dirname(final), exist_ok=True)
-            _write_synced(tmp, data)
-            os.replace(tmp, final)
-            _sync_dir(os.path.dirname(final))
-            return
-        self.fs.create_dir(final.rpartition("/")[0], recursive=True)
-        with self.fs.open_output_stream(tmp) as out:
-            out.write(data)
-        self.fs.move(tmp, final)  # HDFS: delete-then-rename; _read(recover=True) covers it
-
-    def _create(self, name: str, payload: dict[str, Any]) -> None:
-        """Create ``name`` only if it does not exist (atomic on local disks: link(2))."""
-        final = self._path(name)
-        data = json.dumps(payload, sort_keys=True).encode()
-        conflict = DecisionLogConflictError(
-            f"{name} already exists in {self.location}: another driver already decided "
-            "this batch (two drivers on one checkpoint, or two queries on one "
-            "decisionLogLocation). Stop the other query; each query needs its own "
-            "checkpoint and decision log.")
-        if self.local:
-            os.makedirs(os.path.dirname(final), exist_ok=True)
-            tmp = f"{final}.{uuid.uuid4().hex}.tmp"
-            _write_synced(tmp, data)
-            try:
-                os.link(tmp, final)
-            except FileExistsError:
-                raise conflict from None
-            finally:
-                os.unlink(tmp)
-            _sync_dir(os.path.dirname(final))
-            return
-        if self._exists(name):  # object stores: check, then write (no conditional put here)
-            raise conflict
-        self._write(name, payload)
-
-    def _read(self, name: str, *, recover: bool = False) -> dict[str, Any] | None:
-        try:
-            with self.fs.open_input_stream(self._path(name)) as src:
-                return json.loads(src.read())
-        except FileNotFoundError:
-            return self._recover(name) if recover else None
-
-    def _recover(self, name: str) -> dict[str, Any] | None:
-        """A replaced file caught between delete and rename (HDFS): its complete new copy."""
-        directory, _, base = name.rpartition("/")
-        newest: tuple[float, dict[str, Any]] | None = None
-        for info in self._list(directory):
-            if info.base_name.startswith(base + ".") and info.base_name.endswith(".tmp"):
-                try:
-                    with self.fs.open_input_stream(info.path) as src:
-                        data = json.loads(src.read())
-                except (OSError, ValueError):
-                    continue  # a write that did not finish
-                stamp = info.mtime.timestamp() if info.mtime else 0.0
-                if newest is None or stamp > newest[0]:
-                    newest = (stamp, data)
-        return None if newest is None else newest[1]
-
-    def _exists(self, name: str) -> bool:
-        return self.fs.get_file_info(self._path(name)).type != pafs.FileType.NotFound
-
-    def _list(self, directory: str, recursive: bool = False) -> list[pafs.FileInfo]:
-        path = f"{self.root}/{directory}" if directory else self.root
-        selector = pafs.FileSelector(path, allow_not_found=True, recursive=recursive)
-        return self.fs.get_file_info(selector)
-
-    def _delete(self, name: str) -> None:
-        try:
-            self.fs.delete_file(self._path(name))
-        except FileNotFoundError:
-            pass
-
-    def _delete_dir(self, directory: str) -> None:
-        try:
-            self.fs.delete_dir(self._path(directory))
-        except (FileNotFoundError, OSError):
-            pass
-
 
 def _lineage_of(directory: str) -> str:
     """The lineage a ``decisions/<lineage>`` directory holds ("" for ``decisions``)."""
     return directory.partition("/")[2]
-
-
-def _write_synced(path: str, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _sync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _when(stamp: float | None) -> str:

@@ -13,6 +13,12 @@ from typing import Any
 
 from pyspark.sql.datasource import WriterCommitMessage
 
+from ..errors import DecisionLogFormatError
+
+#: The hand-off JSON format this eoskafka writes (``"format"``); JSON without one is
+#: version 1. Older formats stay readable; a newer one is refused (docs/compatibility.md).
+FORMAT = 2
+
 
 @dataclass(frozen=True)
 class TxnHandoff(WriterCommitMessage):
@@ -65,17 +71,27 @@ class TxnHandoff(WriterCommitMessage):
         data["partitions"] = [list(p) for p in self.partitions]
         data["first_offsets"] = [list(p) for p in self.first_offsets]
         data["extra"] = copy.deepcopy(self.extra) if self.extra else {}
+        data["format"] = FORMAT
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TxnHandoff:
         data = dict(data)
+        version = data.pop("format", 1)
+        if not isinstance(version, int) or version > FORMAT:
+            raise DecisionLogFormatError(
+                f"the hand-off of transaction {data.get('transactional_id')} has format "
+                f"{version}, written by a newer eoskafka; this one reads formats up to "
+                f"{FORMAT}. Upgrade eoskafka on the driver to the version that wrote it.")
         data["partitions"] = tuple(tuple(p) for p in data.get("partitions", ()))
         data["first_offsets"] = tuple(tuple(p) for p in data.get("first_offsets", ()))
-        return cls(**data)
+        # Fields a newer eoskafka added within this format are safe to skip (a field that
+        # is not raises the format: docs/compatibility.md, "Compatibility promise").
+        return cls(**{k: v for k, v in data.items() if k in _KNOWN})
 
 
 _FIELDS = tuple(f.name for f in fields(TxnHandoff))
+_KNOWN = frozenset(_FIELDS)
 
 
 def handoffs_of(messages: list[Any] | None) -> list[TxnHandoff]:

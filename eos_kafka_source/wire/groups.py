@@ -25,7 +25,8 @@ from kafka.protocol.consumer import OffsetCommitRequest, OffsetFetchRequest
 
 from ..errors import for_code
 from .connection import KafkaWire
-from .retry import GROUP, Deadline, with_coordinator
+from .coordinated import with_coordinator
+from .retry import GROUP, Deadline
 
 
 def commit_offset(

@@ -24,7 +24,8 @@ from ..errors import ConnectionDroppedError, KafkaProtocolError, TimeoutError_, 
 from ..faults import fault_point
 from .cluster import TopicPartition
 from .connection import KafkaWire
-from .retry import LOST_NODE, Deadline, retriable, with_coordinator, with_coordinators
+from .coordinated import with_coordinator, with_coordinators
+from .retry import LOST_NODE, Deadline, retriable
 from .spread import LaneError, lane_errors, request_spread
 
 TXN_PROTOCOL = 1

@@ -23,8 +23,9 @@ from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.task_writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire, ProducerIdentity, TopicInfo, end_txns
 from eos_kafka_source.wire.cluster import create_topic, find_coordinator
+from eos_kafka_source.wire.coordinated import with_coordinator
 from eos_kafka_source.wire.groups import commit_offset, fetch_offset
-from eos_kafka_source.wire.retry import GROUP, with_coordinator
+from eos_kafka_source.wire.retry import GROUP
 from tests.broker.conftest import in_sync_wire as _wire
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
 

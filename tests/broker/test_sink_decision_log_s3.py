@@ -1,7 +1,9 @@
 """The decision log on an object store (``s3://`` on a local moto S3 server) through a
 driver kill: the decision written there before the first EndTxn is what the restarted
-driver rolls forward (issue 10 item 8). Checkpoints are often on S3; pyarrow's S3
-filesystem is what the decision log uses for them.
+driver rolls forward (issue 10 item 8), and through a store that fails a write (an
+operator fault, invariant 12). Checkpoints are often on S3; pyarrow's S3 filesystem is
+what the decision log uses for them. The file layer's own cases on S3 (create-only-if-
+absent between two drivers, tokens, format): tests/unit/test_decision_log.py.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from eos_kafka_source.faults import InjectedFault
 from tests.chaos.broker import BUCKET, S3Server
 from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions
-from tests.sink_harness import Harness, vals
+from tests.sink_harness import Background, Harness, assert_once_on_kafka, await_path, vals
 from tests.waiting import until
 
 pytestmark = pytest.mark.faults
@@ -30,7 +33,7 @@ ROOT = Path(__file__).parents[2]
 #: the first EndTxn and the others (the decision is on S3, one transaction committed).
 _DRIVER = """
 import sys
-from tests.sink_harness import Harness, vals
+from tests.sink_harness import Background, Harness, assert_once_on_kafka, await_path, vals
 bootstrap, topic, prefix, location = sys.argv[1:5]
 h = Harness(bootstrap, topic, prefix, location)
 h.driver.prepare(new_run=True)
@@ -77,3 +80,35 @@ def test_decision_log_on_s3_rolls_forward_after_driver_kill(bootstrap, unique, s
     assert h.committed() == expected
     assert assert_java_agrees(bootstrap, unique) in (-1, sum(expected.values()))
     assert_no_open_transactions(bootstrap, unique)
+
+
+@pytest.mark.parametrize("write", ["decision", "done"])
+def test_a_store_that_fails_a_write_fails_the_batch_and_the_replay_writes_once(
+        bootstrap, unique, s3, faults, tmp_path: Path, write: str) -> None:
+    """The store refuses the decision (nothing may commit: Spark's abort aborts all) or the
+    done mark after every EndTxn (the batch committed: abort rolls the decision forward,
+    the replay aborts its new transactions). Either way each row is written once."""
+    create_topic(bootstrap, unique, partitions=2)
+    h = Harness(bootstrap, unique, unique, f"s3://{BUCKET}/{unique}/checkpoint")
+    h.driver.prepare(new_run=True)
+    handoffs = [h.task(p, vals(f"t{p}")) for p in range(2)]
+    if write == "decision":
+        faults("store.write=raise")
+        with pytest.raises(InjectedFault, match="store.write"):
+            h.driver.commit(0, handoffs, tasks=2)
+        assert h.log.get(0) is None
+    else:  # let the decision through, then fail the next write (the done mark)
+        pause = tmp_path / "after_decision"
+        faults(f"commit.after_decision=block:{pause}@{tmp_path / 'once'}")
+        commit = Background(lambda: h.driver.commit(0, handoffs, tasks=2))
+        await_path(Path(f"{pause}.started"))
+        faults("store.write=raise")
+        Path(f"{pause}.release").write_text("")
+        assert isinstance(commit.outcome(), InjectedFault)
+        assert not h.log.get(0).done
+    faults("")
+    h.driver.abort(0, handoffs, tasks=2)  # what Spark calls after commit() raised
+    h.driver.prepare(new_run=False)  # the replay of batch 0
+    h.driver.commit(0, [h.task(p, vals(f"t{p}")) for p in range(2)], tasks=2)
+    assert h.log.get(0).done and not h.log.get(0).lost
+    assert_once_on_kafka(h, Counter(vals("t0") + vals("t1")))

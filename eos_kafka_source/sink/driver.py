@@ -197,7 +197,7 @@ class DriverProtocol:
         if event is Event.NONE_COMMITTED:
             # Nothing of the batch committed: withdrawing the decision lets it replay as new.
             decisions.void(batch_id)
-            return Finished(state, report.describe_lost())
+            return Finished(state)  # nothing lost: the batch replays
         log.warning("eoskafka: batch %s: %d decided transaction(s) were aborted by Kafka after "
                     "others committed (a fence, an operator's abort, or the driver down longer "
                     "than kafka.transaction.timeout.ms=%d); copying their records from the "
@@ -275,7 +275,7 @@ class DriverProtocol:
                     raise TransactionLostError(
                         f"batch {batch_id}: no transaction could be committed (fenced or "
                         "expired), nothing was written; the batch fails and will be replayed "
-                        "on restart: " + "; ".join(finished.lost))
+                        "on restart: " + "; ".join(report.describe_lost()))
                 if finished.lost:
                     raise self._lost_error(f"batch {batch}", finished.lost)
                 timed.mark("mark_done")

@@ -8,6 +8,8 @@ and recovery copies an aborted transaction's records from there, exactly.
 
 from __future__ import annotations
 
+import time
+
 import pyarrow as pa
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
@@ -75,7 +77,7 @@ def test_recovery_copies_an_aborted_transaction_exactly(bootstrap: str, unique: 
     and timestamp; the copy commits, and nothing else becomes visible."""
     create_topic(bootstrap, unique, partitions=2)
     h = Harness(bootstrap, unique, unique, None)
-    stamp = 1_700_000_000_000
+    stamp = int(time.time() * 1000) - 60_000  # recent: older records fall to retention
     n = 40
     batch = pa.RecordBatch.from_pydict({
         "key": [None if i % 5 == 0 else b"k%d" % i for i in range(n)],

@@ -15,7 +15,8 @@ workers see changes) is set. A spec is a comma-separated list of
   ``block:<path>`` (write this process id to ``<path>.started``, wait for
   ``<path>.release``; after ``EOSKAFKA_TEST_FAULTS_BLOCK_S`` seconds, 300 by
   default, write ``<path>.expired`` and raise InjectedFault: a test that never
-  releases fails loudly instead of hanging).
+  releases fails loudly instead of hanging),
+  ``sleep:<seconds>`` (a slow step: a task that takes that long at this point).
 
 Example: ``commit.after_decision=killgroup@/tmp/once,write.after_flush/1=raise``.
 """
@@ -122,5 +123,8 @@ def _act(action: str, name: str) -> None:
                 print(f"eoskafka faults: {message}", file=sys.stderr, flush=True)
                 raise InjectedFault(message)
             time.sleep(0.01)
+        return
+    if action.startswith("sleep:"):
+        time.sleep(float(action.split(":", 1)[1]))  # a slow task, not a synchronisation
         return
     raise ValueError(f"{ENV}: unknown action {action!r} at {name}")

@@ -26,6 +26,9 @@ RUN = {
         "tests/spark/test_docs_snippets.py::test_readme_read_and_write",
     ("docs/walkthrough.md", "# 1. a session whose Python workers can import eoskafka"):
         "tests/spark/test_docs_snippets.py::test_walkthrough",
+    ("docs/operations.md",
+     "# eoskafka checks: CHECKPOINT, OUTPUT and EOSKAFKA_BOOTSTRAP set by the caller"):
+        "tests/broker/test_cli.py::test_the_alert_script_of_the_operations_page",
     ("docs/walkthrough.md", "# 5. inspect from a terminal"):
         "tests/spark/test_docs_snippets.py::test_walkthrough",
 }

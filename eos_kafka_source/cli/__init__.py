@@ -6,7 +6,8 @@ Commands (``eoskafka COMMAND --help`` shows examples for each):
 - ``txns``    a sink's decision log, id pool and the open transactions on its topics;
 - ``fence``   (alias ``abort``) close lingering transactions of a transactional-id prefix;
 - ``audit``   a topic's committed view resolved from markers: counts and duplicates;
-- ``lag``     how far a streaming query's source is behind the last stable offset.
+- ``lag``     how far a streaming query's source is behind the last stable offset;
+- ``migrate`` the startingOffsets that let an eoskafka query take over from a ``kafka`` one.
 
 Every command takes ``--bootstrap-server`` (or ``$EOSKAFKA_BOOTSTRAP``),
 ``--config kafka.KEY=VALUE`` (repeatable: security and other client settings,
@@ -29,11 +30,11 @@ from contextlib import contextmanager
 
 from ..errors import EosKafkaError
 from . import _common as c
-from . import audit, broker, fence, lag, txns
+from . import audit, broker, fence, lag, migrate, txns
 
 __all__ = ["main"]
 
-_COMMANDS = (broker, txns, fence, audit, lag)
+_COMMANDS = (broker, txns, fence, audit, lag, migrate)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
                "  eoskafka txns --checkpoint /chk/orders -b localhost:9092\n"
                "  eoskafka fence -b localhost:9092 --checkpoint /chk/orders --probe\n"
                "  eoskafka audit -b localhost:9092 --topic orders --from-beginning\n"
-               "  eoskafka lag -b localhost:9092 --checkpoint /chk/orders\n\n"
+               "  eoskafka lag -b localhost:9092 --checkpoint /chk/orders --max-lag 100000\n"
+               "  eoskafka migrate --checkpoint /chk/orders-on-spark-kafka -b localhost:9092\n\n"
                "exit status: 0 ok, 1 problem found, 2 usage or connection error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

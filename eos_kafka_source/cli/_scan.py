@@ -59,12 +59,24 @@ class OpenTxn:
     last_offset: int
     records: int = 0
     batches: int = 0
+    #: The first batch's first timestamp (ms): when it was written, unless the writer set
+    #: record timestamps itself (CreateTime from a ``timestamp`` column).
+    first_timestamp_ms: int = -1
 
-    def to_json(self, transactional_id: str | None = None) -> dict[str, object]:
+    def age_s(self, now_s: float) -> float | None:
+        """Seconds since the transaction's first record, or None without a timestamp."""
+        if self.first_timestamp_ms < 0:
+            return None
+        return max(0.0, now_s - self.first_timestamp_ms / 1000)
+
+    def to_json(self, transactional_id: str | None = None,
+                now_s: float | None = None) -> dict[str, object]:
+        age = None if now_s is None else self.age_s(now_s)
         return {"producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
                 "transactional_id": transactional_id, "first_offset": self.first_offset,
                 "last_offset": self.last_offset, "records": self.records,
-                "batches": self.batches}
+                "batches": self.batches, "first_timestamp_ms": self.first_timestamp_ms,
+                "age_s": None if age is None else round(age, 3)}
 
 
 @dataclass
@@ -95,7 +107,8 @@ def scan_headers(wire: KafkaWire, part: PartitionState, start: int, stop: int) -
             txn = scan.open.get(pid)
             if txn is None:
                 txn = scan.open[pid] = OpenTxn(pid, header.producer_epoch, header.base_offset,
-                                               header.last_offset)
+                                               header.last_offset,
+                                               first_timestamp_ms=header.first_timestamp)
             txn.last_offset = header.last_offset
             txn.producer_epoch = header.producer_epoch
             txn.records += header.record_count

@@ -7,11 +7,14 @@ and compares them with each partition's latest readable offset on the broker
 sources for their latest offset in its progress reports, so this is the way
 to see source lag from outside the query.
 
+Exit 1 when ``--max-lag N`` is given and the total lag is above N (an alert: the query
+is falling behind, or stopped); 0 otherwise; 2 on a usage or connection error.
+
 ``--json`` document (``version`` 1)::
 
     {"version": 1, "checkpoint": str, "batch_id": int,
      "partitions": [{"topic", "partition", "offset", "last_stable", "high_watermark",
-                     "lag"}], "total_lag": int}
+                     "lag"}], "total_lag": int, "max_lag": int | null, "ok": bool}
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ HELP = "how far a query's eoskafka source is behind the broker, per partition"
 EPILOG = """examples:
   eoskafka lag --checkpoint /chk/orders -b localhost:9092
   eoskafka lag --checkpoint s3://bucket/chk/orders -b kafka:9092 --json
+  eoskafka lag --checkpoint /chk/orders -b kafka:9092 --max-lag 1000000   # for alerting
+
+The lag is counted from the end of the last PLANNED batch (offsets/N), so a batch in
+flight is not lag; a stopped query's lag grows with its input.
+
+exit status: 0 ok, 1 total lag above --max-lag, 2 error
 """
 
 
@@ -37,6 +46,9 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
                               parents=parents, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", metavar="PATH", required=True,
                    help="the streaming query's checkpointLocation: path or URI")
+    p.add_argument("--max-lag", type=int, metavar="N", default=None,
+                   help="exit 1 when the total lag (offsets behind the last stable offset, "
+                        "all partitions) is above N")
     p.set_defaults(run=run)
 
 
@@ -82,6 +94,8 @@ def _as_kafka_offsets(line: str) -> dict[tuple[str, int], int] | None:
 def run(args: argparse.Namespace) -> int:
     from ..wire import fetch_bounds, fetch_metadata
 
+    if args.max_lag is not None and args.max_lag < 0:
+        raise c.UsageError("--max-lag must be >= 0")
     batch_id, offsets = latest_source_offsets(args.checkpoint)
     config = c.client_config(args)
     assert config is not None
@@ -96,7 +110,9 @@ def run(args: argparse.Namespace) -> int:
                      "last_stable": b.last_stable, "high_watermark": b.high_watermark,
                      "lag": max(0, b.last_stable - offset)})
     doc = {"checkpoint": args.checkpoint, "batch_id": batch_id,
-           "partitions": rows, "total_lag": sum(r["lag"] for r in rows)}
+           "partitions": rows, "total_lag": sum(r["lag"] for r in rows),
+           "max_lag": args.max_lag}
+    doc["ok"] = args.max_lag is None or doc["total_lag"] <= args.max_lag
     if args.json:
         c.emit_json(doc)
     else:
@@ -104,4 +120,6 @@ def run(args: argparse.Namespace) -> int:
                   r["high_watermark"], r["lag"]] for r in rows],
                 ["partition", "query at", "LSO", "high watermark", "lag"])
         print(f"batch {batch_id}: {doc['total_lag']} offsets behind the last stable offset")
-    return c.EXIT_OK
+        if not doc["ok"]:
+            print(f"PROBLEM: lag {doc['total_lag']} is above --max-lag {args.max_lag}")
+    return c.EXIT_OK if doc["ok"] else c.EXIT_PROBLEM

@@ -1,8 +1,12 @@
 """``eoskafka txns``: a sink's decision log, its id pool, and the open transactions on its topics.
 
 Exit code 1 when a decided batch is not done (its transactions may not all be
-committed) or a partition holds an open transaction (records with no marker);
-0 otherwise; 2 on a usage or connection error.
+committed), a partition holds an open transaction (records with no marker), or the
+decision log records a loss; 0 otherwise; 2 on a usage or connection error. A running
+query always has young open transactions and, for milliseconds, an undone batch:
+``--max-open-age S`` counts only those older than S seconds (for alerting on a running
+query, docs/operations.md "What to alert on"); ``--lost-within S`` counts only losses
+decided in the last S seconds (so an alert clears once it has been seen).
 
 ``--json`` document (field names are stable; new fields may be added)::
 
@@ -31,6 +35,10 @@ committed) or a partition holds an open transaction (records with no marker);
                        open: [{producer_id, producer_epoch, transactional_id, first_offset,
                                last_offset, records, batches}]}]
     open_transactions  number of open transactions found
+    stale_undone     undone batch ids counted against --max-open-age (all without it)
+    stale_open_transactions  open transactions counted against --max-open-age (all
+                     without it); each open transaction has first_timestamp_ms and age_s
+    lost_batches     batch ids whose decision records a loss (within --lost-within if given)
     ok               false when the exit code is 1
 """
 
@@ -38,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 from . import _common as c
@@ -56,7 +65,15 @@ the last stable offset (LSO) to the high watermark, looking at batch headers:
 a producer with transactional records and no COMMIT/ABORT marker after them
 holds the LSO back. Close them with `eoskafka fence` (on a stopped query).
 
-exit status: 0 nothing open, 1 an undone batch or an open transaction, 2 error
+For alerting on a running query (a cron job or a sidecar):
+  eoskafka txns --checkpoint /chk/orders -b kafka:9092 --max-open-age 600 --lost-within 900
+
+An open transaction's age counts from its first record's timestamp (its write time,
+unless the written rows carry their own timestamp column); an undone batch's from
+its decision.
+
+exit status: 0 nothing to report, 1 an undone batch, an open transaction (older than
+--max-open-age when given) or a recorded loss (within --lost-within when given), 2 error
 """
 _SHOWN = 8  # fenced epochs listed in the text output
 
@@ -68,12 +85,22 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
                    help="the query's checkpointLocation (or decisionLogLocation): path or URI")
     p.add_argument("--topic", "-t", action="append", default=[], metavar="T",
                    help="a topic to check for open transactions (repeatable)")
+    p.add_argument("--max-open-age", type=float, metavar="S", default=None,
+                   help="count only open transactions and undone batches older than S seconds "
+                        "(default: all of them)")
+    p.add_argument("--lost-within", type=float, metavar="S", default=None,
+                   help="count only losses decided in the last S seconds (default: every loss "
+                        "the decision log keeps)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.checkpoint and not args.topic:
         raise c.UsageError("give --checkpoint PATH, --topic T (with a broker), or both")
+    for name in ("max_open_age", "lost_within"):
+        if getattr(args, name) is not None and getattr(args, name) < 0:
+            raise c.UsageError(f"--{name.replace('_', '-')} must be >= 0 seconds")
+    now = time.time()
     config = c.client_config(args, required=bool(args.topic))
     doc: dict[str, Any] = {"checkpoint": args.checkpoint, "decision_log": None, "pool": None,
                            "batches": [], "undone": []}
@@ -114,15 +141,36 @@ def run(args: argparse.Namespace) -> int:
                     "log_start": b.log_start, "last_stable": b.last_stable,
                     "high_watermark": b.high_watermark,
                     "lso_lag": b.high_watermark - b.last_stable,
-                    "open": [t.to_json(pid_names.get(pid)) for pid, t in sorted(scan.open.items())],
+                    "open": [t.to_json(pid_names.get(pid), now)
+                             for pid, t in sorted(scan.open.items())],
                 })
     doc["open_transactions"] = sum(len(p["open"]) for p in doc["partitions"])
-    doc["ok"] = not doc["undone"] and not doc["open_transactions"]
+    _judge(doc, now, max_open_age=args.max_open_age, lost_within=args.lost_within)
     if args.json:
         c.emit_json(doc)
     else:
         _print(doc, broker_checked=config is not None)
     return c.EXIT_OK if doc["ok"] else c.EXIT_PROBLEM
+
+
+def _judge(doc: dict[str, Any], now: float, *, max_open_age: float | None,
+           lost_within: float | None) -> None:
+    """Fill the fields the exit code follows: what is stale, what was lost, ``ok``."""
+    decided = {b["batch_id"]: b["decided_at"] for b in doc["batches"]}
+
+    def old(since: float | None) -> bool:  # unknown age counts: better a false alarm
+        return max_open_age is None or since is None or now - since > max_open_age
+
+    doc["stale_undone"] = [b for b in doc["undone"] if old(decided.get(b))]
+    doc["stale_open_transactions"] = sum(
+        1 for p in doc["partitions"] for o in p["open"]
+        if max_open_age is None or o["age_s"] is None or o["age_s"] > max_open_age)
+    doc["lost_batches"] = [
+        b["batch_id"] for b in doc["batches"]
+        if (b["lost"] or b["decision_state"] == "lost")
+        and (lost_within is None or not b["decided_at"] or now - b["decided_at"] <= lost_within)]
+    doc["ok"] = not (doc["stale_undone"] or doc["stale_open_transactions"]
+                     or doc["lost_batches"])
 
 
 def _batch_json(decision: Any) -> dict[str, Any]:
@@ -204,6 +252,13 @@ def _print(doc: dict[str, Any], *, broker_checked: bool) -> None:
         c.table(rows, ["partition", "log start", "LSO", "high watermark", "open transactions"])
     elif doc["decision_log"] and not broker_checked:
         out.write("\n(no broker given: open transactions not checked; add -b HOST:PORT)\n")
-    out.write("\n" + ("OK: nothing open" if doc["ok"] else
-                      f"PROBLEM: {len(doc['undone'])} undone batch(es), "
-                      f"{doc['open_transactions']} open transaction(s)") + "\n")
+    if doc["ok"]:
+        young = doc["open_transactions"] + len(doc["undone"])
+        out.write("\nOK: " + (f"{young} open transaction(s) or undone batch(es), none older "
+                               "than --max-open-age; no recent loss" if young else
+                               "nothing open, no loss") + "\n")
+    else:
+        out.write(f"\nPROBLEM: {len(doc['stale_undone'])} undone batch(es), "
+                  f"{doc['stale_open_transactions']} open transaction(s), "
+                  f"{len(doc['lost_batches'])} batch(es) with a loss "
+                  f"{doc['lost_batches'] or ''}".rstrip() + "\n")

@@ -40,6 +40,33 @@ from ._common import (
 
 log = logging.getLogger(__name__)
 
+#: The sink's default ``kafka.transaction.timeout.ms`` (options/sink.py), the budget of one
+#: exactly-once micro-batch from its first write to the driver's commit.
+DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
+#: The slowest end-to-end rate the default read bound plans for (records/s): 16x below
+#: Kafka -> Spark local[2] -> Kafka measured on 2 cores (docs/performance.md, 162k/s).
+PLANNED_RATE = 10_000
+#: A batch read under the default bound should need at most this share of the budget,
+#: leaving the rest to task retries, a slow executor and the driver's commit.
+BUDGET_SHARE = 1 / 9
+
+
+def read_bound(transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
+               rate: int = PLANNED_RATE) -> int:
+    """``maxOffsetsPerTrigger`` that keeps a batch within :data:`BUDGET_SHARE` of a
+    transaction timeout at ``rate`` records/s (1,000,000 for the defaults).
+
+    >>> read_bound(), read_bound(60_000), read_bound(900_000, rate=50_000)
+    (1000000, 66667, 5000000)
+    """
+    return max(1, int(rate * transaction_timeout_ms / 1000 * BUDGET_SHARE + 0.5))
+
+
+#: What a streaming read takes per micro-batch when ``maxOffsetsPerTrigger`` is not set,
+#: so a first batch over a large backlog cannot outlive the sink's transaction timeout
+#: (docs/operations.md "Sizing the transaction timeout"). Spark's own source has no bound.
+DEFAULT_MAX_OFFSETS_PER_TRIGGER = read_bound()
+
 
 @dataclass(frozen=True)
 class Subscription:
@@ -237,6 +264,9 @@ class SourceOptions:
     read_committed: bool = True
     fetch_max_bytes: int = 8 * 1024 * 1024
     poll_timeout_ms: int = 120_000
+    #: True when ``max_offsets_per_trigger`` is :data:`DEFAULT_MAX_OFFSETS_PER_TRIGGER`
+    #: because the option was not set (streaming reads only).
+    default_read_bound: bool = False
     #: ``kafka.group.id`` on a streaming read: the group each batch's end offsets are
     #: committed to once Spark has committed the batch, for Kafka's lag tools (advisory:
     #: the checkpoint stays the truth and nothing is ever read back from the group).
@@ -265,13 +295,16 @@ class SourceOptions:
         if max_per is not None and min_per is not None and min_per > max_per:
             raise ConfigError(f"minOffsetsPerTrigger ({min_per}) is greater than "
                               f"maxOffsetsPerTrigger ({max_per}); lower it or raise the max.")
+        default_bound = streaming and max_per is None
+        if default_bound:  # never below minOffsetsPerTrigger, which must stay reachable
+            max_per = max(DEFAULT_MAX_OFFSETS_PER_TRIGGER, min_per or 0)
         raw_delay = _get(opts, "maxTriggerDelay")
         delay = 15 * 60_000 if raw_delay is None else parse_duration_ms("maxTriggerDelay",
                                                                         raw_delay)
         return cls(
             client=client, subscription=subscription, starting=starting, ending=ending,
             max_offsets_per_trigger=max_per, min_offsets_per_trigger=min_per,
-            max_trigger_delay_ms=delay,
+            max_trigger_delay_ms=delay, default_read_bound=default_bound,
             min_partitions=_int(opts, "minPartitions", None),
             max_records_per_partition=_int(opts, "maxRecordsPerPartition", None),
             fail_on_data_loss=_bool(opts, "failOnDataLoss", True),

@@ -6,7 +6,7 @@ executors. No Spark imports: the Spark reader classes are thin shells over this.
 
 Offsets come from Fetch responses (log start, high watermark, last stable
 offset), never from ListOffsets "latest", which is wrong on some brokers
-(DESIGN.md section 1). Under read_committed a plan never passes the LSO, so
+(docs/design.md, "The source"). Under read_committed a plan never passes the LSO, so
 every transaction with records in a planned range has its marker in the log.
 
 Rules, as in Spark's Kafka source:

@@ -1,6 +1,6 @@
 """The streaming reader Spark drives for ``spark.readStream.format("eoskafka")``.
 
-Where each hook runs (DESIGN.md section 3):
+Where each hook runs (docs/design.md, "Where each part runs"):
 
 * ``initialOffset``, ``latestOffset``, ``getDefaultReadLimit``,
   ``prepareForTriggerAvailableNow``, ``partitions``, ``commit``, ``stop``: one
@@ -27,8 +27,14 @@ source cannot declare AvailableNow support: set
 runs a single batch, and after a restart may only replay the pending one).
 Even with the wrapper, Spark 4.0/4.1 take the AvailableNow target from one
 ``latestOffset()`` call, which ``maxOffsetsPerTrigger`` caps: such a run reads
-one capped batch and stops (checked on 4.0.5); drop ``maxOffsetsPerTrigger``
-for AvailableNow runs there, or use pyspark 4.2+.
+one capped batch and stops (checked on 4.0.5); for AvailableNow runs there, set
+``maxOffsetsPerTrigger`` above the run's backlog (its default, the read bound of
+options/source.py, applies too), or use pyspark 4.2+.
+
+Read bound. Without ``maxOffsetsPerTrigger`` a streaming read takes at most
+``DEFAULT_MAX_OFFSETS_PER_TRIGGER`` offsets a batch, sized from the sink's default
+transaction timeout, so a first batch over a large backlog cannot outlive it and fail
+on every replay (docs/operations.md, "Sizing the transaction timeout").
 """
 
 from __future__ import annotations
@@ -112,8 +118,9 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._initial
 
     def getDefaultReadLimit(self) -> Any:
-        """pyspark >= 4.2: ``maxOffsetsPerTrigger`` as ReadMaxRows (else minOffsetsPerTrigger
-        as ReadMinRows, else everything available)."""
+        """pyspark >= 4.2: ``maxOffsetsPerTrigger`` as ReadMaxRows: the option, or the
+        default read bound when it is not set (``minOffsetsPerTrigger`` still applies, in
+        :meth:`latestOffset`). The other branches serve options built without the bound."""
         from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
         if self.options.max_offsets_per_trigger is not None:
@@ -186,8 +193,11 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         ranges = self.planner.plan(s, e)
         lag = sum(max(0, off - e.get(tp, off)) for tp, off in self._latest.items())
-        log.info("eoskafka source: batch of %d offsets in %d ranges; %d offsets behind latest",
-                 sum(r.end - r.start for r in ranges), len(ranges), lag)
+        log.info("eoskafka source: batch of %d offsets in %d ranges; %d offsets behind latest%s",
+                 sum(r.end - r.start for r in ranges), len(ranges), lag,
+                 f" (capped by the default maxOffsetsPerTrigger="
+                 f"{self.options.max_offsets_per_trigger}; set it to change the bound)"
+                 if lag and self.options.default_read_bound else "")
         return to_input_partitions(self.options, ranges)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

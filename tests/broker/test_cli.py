@@ -33,7 +33,12 @@ from eos_kafka_source.sink.naming import TransactionalIdFactory
 from eos_kafka_source.sink.task_writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
 from tests.kafka_helpers import TxnWriter, create_topic, write_plain
-from tests.oracle import assert_no_open_transactions, committed_values, committed_view
+from tests.oracle import (
+    assert_no_open_transactions,
+    await_markers,
+    committed_values,
+    committed_view,
+)
 
 SECRET = "s3cret-pa55"
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
@@ -106,7 +111,7 @@ def sink(bootstrap: str, unique: str, tmp_path: Path) -> Iterator[Sink]:
 def test_help_and_usage_errors(capsys) -> None:
     code, out, _ = cli(capsys, "--help")
     assert code == 0 and "txns" in out and "exit status" in out
-    for command in ("broker", "txns", "fence", "abort", "audit"):
+    for command in ("broker", "txns", "fence", "abort", "audit", "lag", "migrate"):
         code, out, _ = cli(capsys, command, "--help")
         assert code == 0 and "examples:" in out
     assert cli(capsys)[0] == 2
@@ -467,3 +472,112 @@ def test_lag_without_eoskafka_offsets_is_a_usage_error(tmp_path, capsys) -> None
     code = main(["lag", "-b", "127.0.0.1:1", "--checkpoint", str(tmp_path)])
     assert code == 2
     assert "no eoskafka source offsets" in capsys.readouterr().err
+
+
+# -- exit codes for alerting (docs/operations.md "What to alert on") --------------------------
+
+
+def test_lag_exits_1_above_max_lag(bootstrap: str, unique: str, tmp_path, capsys) -> None:
+    create_topic(bootstrap, unique, partitions=1)
+    write_plain(bootstrap, unique, [b"a", b"b", b"c"], partition=0)
+    offsets = tmp_path / "chk" / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / "0").write_text('v1\n{"batchWatermarkMs":0}\n' + json.dumps({unique: {"0": 1}}))
+    chk = str(tmp_path / "chk")
+    code, doc = cli_json(capsys, "lag", "-b", bootstrap, "--checkpoint", chk, "--max-lag", "2")
+    assert code == 0 and doc["ok"] and doc["total_lag"] == 2 and doc["max_lag"] == 2
+    code, doc = cli_json(capsys, "lag", "-b", bootstrap, "--checkpoint", chk, "--max-lag", "1")
+    assert code == 1 and not doc["ok"]
+    code, out, _ = cli(capsys, "lag", "-b", bootstrap, "--checkpoint", chk, "--max-lag", "1")
+    assert code == 1 and "PROBLEM: lag 2 is above --max-lag 1" in out
+    code, doc = cli_json(capsys, "lag", "-b", bootstrap, "--checkpoint", chk)
+    assert code == 0 and doc["ok"] and doc["max_lag"] is None  # no threshold, no alert
+    assert cli(capsys, "lag", "-b", bootstrap, "--checkpoint", chk, "--max-lag", "-1")[0] == 2
+
+
+def test_txns_max_open_age_counts_only_old_open_transactions(
+        capsys, bootstrap: str, unique: str) -> None:
+    create_topic(bootstrap, unique, partitions=2)
+    with TxnWriter(bootstrap, f"{unique}-w") as w:
+        w.begin_open(unique, [b"in-flight"], partition=1)
+        code, doc = cli_json(capsys, "txns", "-b", bootstrap, "--topic", unique)
+        assert code == 1 and doc["open_transactions"] == doc["stale_open_transactions"] == 1
+        opened = doc["partitions"][1]["open"][0]
+        assert opened["age_s"] >= 0 and opened["first_timestamp_ms"] > 0
+        # A running query's young transaction is not an alert...
+        code, doc = cli_json(capsys, "txns", "-b", bootstrap, "--topic", unique,
+                             "--max-open-age", "3600")
+        assert code == 0 and doc["ok"] and doc["open_transactions"] == 1
+        assert doc["stale_open_transactions"] == 0
+        code, out, _ = cli(capsys, "txns", "-b", bootstrap, "--topic", unique,
+                           "--max-open-age", "3600")
+        assert code == 0 and "none older than --max-open-age" in out
+        # ...one older than the bound is.
+        code, doc = cli_json(capsys, "txns", "-b", bootstrap, "--topic", unique,
+                             "--max-open-age", "0")
+        assert code == 1 and doc["stale_open_transactions"] == 1
+        w.commit_open()
+    await_markers(bootstrap, unique)  # Kafka writes the COMMIT marker after EndTxn returns
+    code, doc = cli_json(capsys, "txns", "-b", bootstrap, "--topic", unique, "--max-open-age", "0")
+    assert code == 0 and doc["open_transactions"] == 0
+
+
+def test_txns_exits_1_on_a_loss_in_the_decision_log(capsys, sink: Sink, bootstrap: str) -> None:
+    """A loss the driver recorded (``<batch>.done`` with ``lost``, as ``mark_done`` writes it
+    when a replay could not rewrite aborted transactions) makes ``txns`` exit 1."""
+    sink.driver.commit(0, [sink.task(0, _vals("b0"))], tasks=1)
+    code, doc = cli_json(capsys, "txns", "--checkpoint", sink.checkpoint)
+    assert code == 0 and doc["lost_batches"] == []
+    described = "transaction t-0 (producer 1, epoch 0) of task 0 attempt 0: 10 records"
+    decision = sink.log.get(0)
+    assert decision is not None
+    sink.log.for_lineage(decision.lineage).mark_done(0, [described], [])
+    code, doc = cli_json(capsys, "txns", "--checkpoint", sink.checkpoint)
+    assert code == 1 and not doc["ok"] and doc["lost_batches"] == [0]
+    assert doc["batches"][0]["lost"] == [described]
+    code, out, _ = cli(capsys, "txns", "--checkpoint", sink.checkpoint)
+    assert code == 1 and f"batch 0 lost: {described}" in out and "with a loss [0]" in out
+    # --lost-within: a loss decided longer ago than the window no longer alerts.
+    code, doc = cli_json(capsys, "txns", "--checkpoint", sink.checkpoint, "--lost-within", "0")
+    assert code == 0 and doc["lost_batches"] == []
+    code, doc = cli_json(capsys, "txns", "--checkpoint", sink.checkpoint,
+                         "--lost-within", "3600")
+    assert code == 1 and doc["lost_batches"] == [0]
+
+
+def test_the_alert_script_of_the_operations_page(capsys, sink: Sink, bootstrap: str,
+                                                 unique: str) -> None:
+    """docs/operations.md "What to alert on": its cron/sidecar block, run as written with
+    bash and the installed ``eoskafka``: 0 healthy, 1 lag above the bound, 1 on a loss."""
+    from tests import doc_blocks
+
+    script = doc_blocks.block("docs/operations.md",
+                              "# eoskafka checks: CHECKPOINT, OUTPUT and EOSKAFKA_BOOTSTRAP "
+                              "set by the caller").text
+    source = f"{unique}-in"
+    create_topic(bootstrap, source, partitions=1)
+    write_plain(bootstrap, source, [b"a", b"b"], partition=0)
+    offsets = Path(sink.checkpoint) / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / "0").write_text('v1\n{"batchWatermarkMs":0}\n' + json.dumps({source: {"0": 2}}))
+    sink.driver.commit(0, [sink.task(0, _vals("b0"))], tasks=1)
+    env = {**os.environ, "CHECKPOINT": sink.checkpoint, "OUTPUT": sink.topic,
+           "EOSKAFKA_BOOTSTRAP": bootstrap,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def run(**extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-c", script], env={**env, **extra}, text=True,
+                              capture_output=True, timeout=300, check=False)
+
+    healthy = run()
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    assert "OK" in healthy.stdout and "Traceback" not in healthy.stderr
+    write_plain(bootstrap, source, [b"c", b"d", b"e"], partition=0)  # the query fell behind
+    behind = run(MAX_LAG="2")
+    assert behind.returncode == 1 and "above --max-lag 2" in behind.stdout
+    assert run().returncode == 0  # 3 behind is within the default bound
+    decision = sink.log.get(0)
+    assert decision is not None
+    sink.log.for_lineage(decision.lineage).mark_done(0, ["a lost transaction"], [])
+    lost = run()
+    assert lost.returncode == 1 and "batch 0 lost: a lost transaction" in lost.stdout

@@ -33,3 +33,11 @@ def test_block_returns_when_released(monkeypatch, tmp_path) -> None:
     finally:
         release.cancel()
     assert not (tmp_path / "gate.expired").exists()
+
+
+def test_sleep_slows_the_point(monkeypatch) -> None:
+    monkeypatch.setenv(faults.ENV, "here=sleep:0.2")
+    started = time.monotonic()
+    faults.fault_point("here")
+    faults.fault_point("elsewhere")  # not armed: no wait
+    assert 0.2 <= time.monotonic() - started < 10

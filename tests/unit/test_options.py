@@ -11,6 +11,7 @@ from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.errors import ConfigError
 from eos_kafka_source.offsets import EndingSpec, StartingSpec
 from eos_kafka_source.options import SinkOptions, SourceOptions, Subscription, parse_duration_ms
+from eos_kafka_source.options.source import DEFAULT_MAX_OFFSETS_PER_TRIGGER, read_bound
 
 BOOT = {"kafka.bootstrap.servers": "b1:9092"}
 SECRET = "s3cr3t-Pa55"
@@ -291,9 +292,22 @@ def test_source_defaults_streaming_and_batch():
     assert (s.max_offsets_per_trigger, s.min_offsets_per_trigger, s.max_trigger_delay_ms,
             s.min_partitions, s.max_records_per_partition, s.fail_on_data_loss,
             s.include_headers, s.read_committed, s.fetch_max_bytes, s.poll_timeout_ms) == (
-        None, None, 900_000, None, None, True, False, True, 8 * 1024 * 1024, 120_000)
+        1_000_000, None, 900_000, None, None, True, False, True, 8 * 1024 * 1024, 120_000)
+    assert s.default_read_bound
     b = source(streaming=False)
     assert b.starting == StartingSpec("earliest") and b.ending == EndingSpec("latest")
+    assert b.max_offsets_per_trigger is None and not b.default_read_bound
+
+
+def test_streaming_reads_are_bounded_by_default_from_the_transaction_budget():
+    """A first batch over a backlog cannot outlive the sink's default transaction timeout:
+    1,000,000 offsets, a ninth of 15 minutes at 10,000 records/s; an explicit value wins."""
+    assert read_bound() == DEFAULT_MAX_OFFSETS_PER_TRIGGER == 1_000_000
+    assert read_bound(60_000) == 66_667 and read_bound(1) == 1
+    explicit = source(maxOffsetsPerTrigger="50000000")
+    assert explicit.max_offsets_per_trigger == 50_000_000 and not explicit.default_read_bound
+    above = source(minOffsetsPerTrigger="2000000")  # the bound never hides the minimum
+    assert (above.max_offsets_per_trigger, above.min_offsets_per_trigger) == (2_000_000,) * 2
 
 
 def test_source_keys_and_values_case_insensitive():
@@ -304,6 +318,7 @@ def test_source_keys_and_values_case_insensitive():
     assert s.subscription.topics == ("T1",)  # topic names keep their case
     assert (s.starting.kind, s.fail_on_data_loss, s.include_headers, s.read_committed,
             s.max_offsets_per_trigger) == ("earliest", False, True, False, 7)
+    assert not s.default_read_bound
 
 
 def test_source_repr_and_pickle():

@@ -271,7 +271,8 @@ def test_reader_with_read_limits(cluster: FakeCluster) -> None:
     assert r.getDefaultReadLimit() == ReadMaxRows(5)
     assert r.latestOffset({"a": {"0": 0}}, ReadMaxRows(5)) == {"a": {"0": 5}}
     assert r.latestOffset({"a": {"0": 0}}, ReadAllAvailable()) == {"a": {"0": 12}}
-    assert stream_reader().getDefaultReadLimit() == ReadAllAvailable()
+    # Without the option, the default read bound (options/source.py), not everything.
+    assert stream_reader().getDefaultReadLimit() == ReadMaxRows(1_000_000)
 
 
 @needs_read_limits

@@ -140,11 +140,15 @@ class Background:
 
 
 def lose_task_1(sink: Harness, faults, tmp_path: Path, tasks: int = 2,  # noqa: ANN001
-                tag: str = "b0t") -> list[TxnHandoff]:
+                tag: str = "b0t", then: str = "") -> list[TxnHandoff]:
     """Batch 0 of ``tasks`` tasks is decided, then a zombie fences task 1's transaction
-    before its EndTxn: it is lost, the others commit, commit() raises and Spark aborts.
-    Returns the batch's hand-offs (each task wrote ``vals(f"{tag}{p}")``)."""
-    from eos_kafka_source.errors import TransactionLostError
+    before its EndTxn: Kafka aborts it after the decision, the others commit, and commit()
+    copies task 1's records from the log in a recovery transaction (docs/design.md,
+    invariant 10). With ``then`` (a fault spec, armed once the zombie has struck), commit()
+    is expected to fail with that injected fault instead. The zombie's own transaction is
+    ended (as the next batch's task 1 would). Returns the batch's hand-offs (each task
+    wrote ``vals(f"{tag}{p}")``)."""
+    from eos_kafka_source.sink.fencing import fence
 
     first = [sink.task(p, vals(f"{tag}{p}")) for p in range(tasks)]
     gate = tmp_path / "gate"
@@ -152,9 +156,14 @@ def lose_task_1(sink: Harness, faults, tmp_path: Path, tasks: int = 2,  # noqa: 
     committing = Background(lambda: sink.driver.commit(0, first, tasks=tasks))
     await_path(gate.with_suffix(".started"))
     sink.task(1, vals("zombie"))  # the zombie's InitProducerId aborts task 1's transaction
-    faults("")
+    faults(then)
     gate.with_suffix(".release").touch()
     error = committing.outcome()
-    assert isinstance(error, TransactionLostError), error
-    sink.driver.abort(0, first, tasks=tasks)  # what Spark does after commit() raised
+    faults("")
+    if then:
+        assert error is not None and "injected fault" in str(error), error
+    else:
+        assert error is None, error
+    with sink.wire() as wire:
+        fence(wire, [sink.ids.for_task(1)], sink.timeout_ms)
     return first

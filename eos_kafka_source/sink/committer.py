@@ -19,6 +19,12 @@ apart from "failed":
   until the outcome is known or ``deadline_s`` passes. Whatever is still unknown then is
   reported as such, never as lost: the caller keeps the decision.
 
+A transaction whose partitions disagree (ABORT in some, COMMIT in the others: an operator's
+``kafka-transactions.sh abort`` of one partition) is **lost** and noted in ``partly_committed``:
+its batch committed something, so its decision is never withdrawn. After a crash, NONE itself
+is checked against the log (:func:`confirm`): that operator's abort leaves the coordinator
+committing a transaction one of whose partitions already holds an ABORT marker.
+
 Runs on: the driver (commit/abort workers and the planning worker's recovery).
 """
 
@@ -34,6 +40,7 @@ from ..errors import (
     ConnectionDroppedError,
     KafkaProtocolError,
     TimeoutError_,
+    TransactionOutcomeUnknownError,
 )
 from ..faults import armed, fault_point
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, verify_txns
@@ -69,6 +76,8 @@ class FinishReport:
     unknown: list[tuple[TxnHandoff, str]] = field(default_factory=list)
     #: Transactional ids among ``lost`` whose earlier attempt had an unknown outcome.
     uncertain: set[str] = field(default_factory=set)
+    #: Transactional ids among ``lost`` that committed in some of their partitions.
+    partly_committed: set[str] = field(default_factory=set)
     seconds: float = 0.0
 
     @property
@@ -86,6 +95,7 @@ class FinishReport:
         self.lost += other.lost
         self.unknown += other.unknown
         self.uncertain |= other.uncertain
+        self.partly_committed |= other.partly_committed
 
 
 def finish(wire: KafkaWire, handoffs: list[TxnHandoff], *, commit: bool,
@@ -144,7 +154,7 @@ def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool,
                 if verdict == "refused" and commit:
                     # The request was refused; whether the transaction committed is in the
                     # log (invariant 9): COMMIT is done, ABORT is lost, none yet unknown.
-                    verdict, why = _from_log(wire, handoff, outcome, deadline)
+                    verdict, why = _from_log(wire, handoff, outcome, deadline, report)
                 else:
                     why = str(outcome.error)
                 if verdict == "done":
@@ -192,7 +202,7 @@ def _sort(wire: KafkaWire, outcome: EndTxnOutcome, drops: dict[str, int]) -> str
 
 
 def _from_log(wire: KafkaWire, handoff: TxnHandoff, outcome: EndTxnOutcome,
-              deadline: float) -> tuple[str, str]:
+              deadline: float, report: FinishReport) -> tuple[str, str]:
     """A refused commit's verdict, read from the transaction's partitions."""
     found = read_transaction(wire, handoff,
                              deadline_s=max(min(10.0, deadline - time.monotonic()), 0.5))
@@ -201,9 +211,51 @@ def _from_log(wire: KafkaWire, handoff: TxnHandoff, outcome: EndTxnOutcome,
         log.warning("eoskafka: %s was refused but had committed (%s)",
                     handoff.transactional_id, said)
         return "done", said
+    if found.outcome is LogOutcome.PARTIAL:
+        report.partly_committed.add(handoff.transactional_id)
+        return "refused", said
     if found.outcome is LogOutcome.ABORTED:
         return "refused", said
     return "unknown", said
+
+
+def confirm(wire: KafkaWire, report: FinishReport, *, deadline_s: float) -> None:
+    """Check a roll-forward's NONE answers against the log (finding 2 of issue 22).
+
+    After a crash, NONE is not proof: an operator's ``kafka-transactions.sh abort`` of one
+    partition writes ABORT there while the coordinator still holds the transaction open,
+    and the roll-forward's commit then answers NONE. Each answered transaction's partitions
+    are read: COMMIT everywhere stays **done**; an ABORT marker moves it to **lost** (the
+    log's records are copied by recovery); no marker yet, or a log that cannot be read
+    now, moves it to **unknown** (the decision is kept). Partitions whose records were
+    deleted, and hand-offs that do not say where their records are, keep NONE's word:
+    there is nothing left to read or to copy.
+    """
+    deadline = time.monotonic() + deadline_s
+    done: list[TxnHandoff] = []
+    for handoff in report.done:
+        if not handoff.open:
+            done.append(handoff)
+            continue
+        try:
+            found = read_transaction(wire, handoff, strict=True,
+                                     deadline_s=max(deadline - time.monotonic(), 1.0))
+        except TransactionOutcomeUnknownError as exc:
+            report.unknown.append((handoff, f"EndTxn answered NONE; {exc}"))
+            continue
+        said = f"EndTxn answered NONE, but the log: {found.why}"
+        if found.aborted:
+            report.lost.append((handoff, said))
+            if len(found.aborted) < len(found.partitions):
+                report.partly_committed.add(handoff.transactional_id)
+        elif found.pending:
+            report.unknown.append((handoff, said))
+        else:
+            if found.outcome is not LogOutcome.COMMITTED:
+                log.warning("eoskafka: %s: taking EndTxn's NONE as committed; the log "
+                            "cannot tell: %s", handoff.transactional_id, found.why)
+            done.append(handoff)
+    report.done = done
 
 
 def _gives_up(outcomes: list[EndTxnOutcome]) -> bool:
@@ -211,6 +263,20 @@ def _gives_up(outcomes: list[EndTxnOutcome]) -> bool:
     return any(isinstance(o.error, KafkaProtocolError) and o.error.code not in DEFINITIVE
                and o.error.code not in RETRY_IN_PLACE and o.error.code not in COORDINATOR_MOVED
                for o in outcomes)
+
+
+def outcome_unknown(batch_id: int | None, report: FinishReport,
+                    doing: str) -> TransactionOutcomeUnknownError:
+    """The error for a batch whose EndTxn outcomes stayed unknown: its decision is kept."""
+    unknown = report.describe_unknown()
+    return TransactionOutcomeUnknownError(
+        f"batch {batch_id}: the outcome of {len(unknown)} EndTxn(s) is unknown after "
+        f"{report.seconds:.0f} s of {doing} (their coordinator moved or could not be "
+        "reached, or the log could not be read); the decision is kept and the batch fails: "
+        "the restarted query rolls it forward before any task starts, committing each "
+        "transaction once. Check the brokers hosting __transaction_state. "
+        + "; ".join(unknown)
+    )
 
 
 @dataclass(frozen=True)

@@ -11,21 +11,26 @@ file                        state       written by
 ==========================  ==========  =====================================================
 ``<batch>.json``            DECIDED     ``commit()``, before the first EndTxn (created only if
                                         absent: two drivers cannot both decide a batch)
+``<batch>.recovery``        RECOVERING  whoever finds decided transactions aborted (``commit()``
+beside ``.json``                        or a roll-forward): the recovery transaction that
+                                        copies their records from the log, before its EndTxn
 ``<batch>.done`` lost=[]    DONE        ``commit()`` / roll-forward, after the last EndTxn
-``<batch>.done`` with       LOST        the same, when the log shows some decided
-``lost_handoffs``                       transactions aborted; the replay may rewrite them
-``<batch>.done`` with only  DONE        a loss reported once and final (no replay matched)
-``lost``
-``<batch>.recovery``        RECOVERING  a replay's ``commit()``: its transactions chosen to
-                                        replace the lost ones, before their EndTxn
+``<batch>.done`` with       DONE        the same, when the log no longer held some aborted
+``lost``                                records (retention, compaction): reported once, final
+``<batch>.done`` with       LOST        eoskafka before issue 22 (a replay was to rewrite
+``lost_handoffs``                       them); now copied from the log when the batch replays
 (no file)                   VOID        ``commit()`` when the log shows that none of the
                                         decided transactions committed: the batch replays
 ==========================  ==========  =====================================================
 
 DECIDED covers "committing": EndTxns may be in flight or interrupted; only the log (or a
-retried EndTxn answering NONE) tells which committed. Nothing but these transitions may
-change a decision; :func:`transition` refuses the rest, so a bug shows as an error naming
-the state and the event, not as a silently rewritten decision.
+retried EndTxn answering NONE, confirmed by the log's markers after a crash) tells which
+committed. LOST lives in memory between reading that some decided transactions were aborted
+and recording their copy: a crash there leaves DECIDED, and the next run reads the same log
+again. Recovery copies from the log, never from a replay (docs/design.md, invariant 10):
+a replay's own transactions for a decided batch are always aborted. Nothing but these
+transitions may change a decision; :func:`transition` refuses the rest, so a bug shows as an
+error naming the state and the event, not as a silently rewritten decision.
 """
 
 from __future__ import annotations
@@ -45,12 +50,13 @@ class State(enum.Enum):
 class Event(enum.Enum):
     DECIDE = "decide"  # the decision is recorded (before any EndTxn)
     ALL_COMMITTED = "all committed"  # every decided transaction committed (answer or log)
-    SOME_ABORTED = "some aborted"  # the log shows some aborted, the rest committed
+    SOME_ABORTED = "some aborted"  # the log shows some (or some partitions) aborted, not all
     NONE_COMMITTED = "none committed"  # the log shows every decided transaction aborted
-    UNKNOWN = "unknown"  # some outcome still unknown: keep the state, fail the batch
-    REPLACEMENT = "replacement recorded"  # a replay's same-digest transactions chosen
-    NO_REPLACEMENT = "no replacement"  # the replay did not write the same rows: loss final
-    REWRITTEN = "rewritten"  # the recovery transactions committed (lost ones still listed)
+    UNKNOWN = "unknown"  # some outcome (or the log) still unknown: keep the state, fail
+    COPIED = "copied"  # the aborted records, read from the log, written and recorded
+    UNRECOVERABLE = "unrecoverable"  # nothing left to copy: what the log lost is final
+    RECOVERY_COMMITTED = "recovery committed"  # the recovery transaction committed
+    RECOVERY_LOST = "recovery lost"  # the recovery transaction was aborted: copy again
     REPLAYED = "replayed"  # the batch ran again; its new transactions are aborted
     PRUNED = "pruned"  # an old finished decision removed
 
@@ -62,21 +68,21 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
     (State.DECIDED, Event.SOME_ABORTED): State.LOST,
     (State.DECIDED, Event.NONE_COMMITTED): State.VOID,
     (State.DECIDED, Event.UNKNOWN): State.DECIDED,
-    (State.DECIDED, Event.REPLAYED): State.DECIDED,  # rolled forward first, then replayed
-    (State.LOST, Event.REPLACEMENT): State.RECOVERING,
-    (State.LOST, Event.NO_REPLACEMENT): State.DONE,
-    (State.LOST, Event.REPLAYED): State.LOST,
-    (State.RECOVERING, Event.REWRITTEN): State.DONE,
+    (State.LOST, Event.COPIED): State.RECOVERING,
+    (State.LOST, Event.UNRECOVERABLE): State.DONE,
+    (State.LOST, Event.UNKNOWN): State.LOST,  # the log could not be read now: retry later
+    (State.RECOVERING, Event.RECOVERY_COMMITTED): State.DONE,
+    (State.RECOVERING, Event.RECOVERY_LOST): State.LOST,
     (State.RECOVERING, Event.UNKNOWN): State.RECOVERING,
-    (State.RECOVERING, Event.REPLAYED): State.RECOVERING,
     (State.DONE, Event.REPLAYED): State.DONE,
     (State.DONE, Event.PRUNED): State.VOID,
     (State.VOID, Event.DECIDE): State.DECIDED,  # a withdrawn batch replays as a new one
 }
 
-#: States whose decided (or recovery) transactions must still be committed before any task
-#: re-initialises their ids: prepare() and abort() roll them forward (invariant 2).
-UNFINISHED = frozenset({State.DECIDED, State.RECOVERING})
+#: States whose decided (or recovery) transactions must still be committed, or whose aborted
+#: records copied, before the batch counts as written: prepare() rolls them forward before
+#: any task starts (invariant 2), and abort() and a replay's commit() before anything else.
+UNFINISHED = frozenset({State.DECIDED, State.LOST, State.RECOVERING})
 
 
 class InvalidTransition(RuntimeError):

@@ -8,7 +8,10 @@ cleanly or this is a new run (invariant 5). ``commit()`` and ``abort()`` run
 in the second and never fence ids of transactions about to be committed.
 
 Every change to a decision is a transition of :mod:`.decision_states`; a decision is
-keyed by the lineage (query id, or batch-write id) and the batch id (invariant 8).
+keyed by the lineage (query id, or batch-write id) and the batch id (invariant 8). Decided
+transactions that Kafka aborted are copied from the log by a recovery transaction
+(:mod:`.recovery`; invariant 10) wherever the loss is found: in ``commit()``, in the
+roll-forward, or when a decision written by an older eoskafka replays.
 
 >>> protocol = DriverProtocol(ids, log, wire_factory, owner=fp, lineage=query_id,
 ...                           transaction_timeout_ms=60000)      # doctest: +SKIP
@@ -26,7 +29,6 @@ from ..errors import (
     DecisionLogConflictError,
     TimeoutError_,
     TransactionLostError,
-    TransactionOutcomeUnknownError,
 )
 from ..faults import fault_point
 from ..wire import KafkaWire
@@ -39,14 +41,16 @@ from .claims import (
     mark_write_aborted,
     mark_write_committing,
 )
-from .committer import FinishReport, Liveness, finish, liveness
+from .committer import FinishReport, Liveness, confirm, finish, liveness, outcome_unknown
 from .decision_log import Decision, DecisionLog
 from .decision_states import UNFINISHED, Event, State, commit_event, transition
 from .handoff import TxnHandoff
+from .log_copy import txn_key
 from .naming import TransactionalIdFactory
 from .pool_upkeep import PoolOwner, clean_up, fence_pool
+from .previous_write import previous_write_completed
+from .recovery import Finished, Recovery, lost_error
 from .refusals import refuse_foreign, refuse_superseded
-from .replacement import previous_write_completed, replacements, txn_key
 from .timings import Phases
 from .write_outcome import abort_without_log, unknown_without_log, write_committed
 
@@ -131,11 +135,13 @@ class DriverProtocol:
                              lineage=self.lineage if self.streaming else None)
             timed.mark("claim")
             completed = []
+            losses: list[str] = []
             for decision in self.decisions.unfinished():
-                # A loss is recorded, not raised: the batch about to run may be this one's
-                # replay, whose commit rewrites the lost transactions or fails LOST.
-                state = self._finish(wire, decision, raise_lost=False)
-                if not self.streaming and state is not State.VOID:
+                # Aborted decided transactions are copied from the log here, before any
+                # task starts; what the log no longer holds is raised once, at the end.
+                finished = self._finish(wire, decision)
+                losses += [f"batch {decision.batch_id}: {d}" for d in finished.lost]
+                if not self.streaming and finished.state is not State.VOID:
                     completed.append(self._view(decision.lineage).get(decision.batch_id))
             timed.mark("roll_forward")
             pool = self.decisions.pool()
@@ -153,6 +159,8 @@ class DriverProtocol:
             self.decisions.mark_planned()
             timed.mark("mark_planned")
         timed.write(new_run=new_run)
+        if losses:
+            raise self._lost_error("a roll-forward", losses)
         if completed:
             raise previous_write_completed(self.decisions.location, completed)
 
@@ -210,24 +218,33 @@ class DriverProtocol:
         assert self.decisions is not None
         return self.decisions.for_lineage(lineage)
 
-    def _finish(self, wire: KafkaWire, decision: Decision, *, raise_lost: bool) -> State:
-        """Finish an unfinished decision (DECIDED or RECOVERING); returns the state reached.
-        An unknown outcome keeps it as it is and raises."""
+    def _finish(self, wire: KafkaWire, decision: Decision) -> Finished:
+        """Finish an unfinished decision (DECIDED, LOST or RECOVERING). An unknown outcome
+        keeps it as it is and raises.
+
+        After a crash, an EndTxn answering NONE is checked against the log's markers
+        (finding 2 of issue 22: an operator's abort of one partition)."""
         if decision.state is State.RECOVERING:
-            return self._recover(wire, decision)
+            return self._recovery().commit(wire, decision)
+        if decision.state is State.LOST:  # recorded by an eoskafka before issue 22
+            return self._recovery().copy(wire, decision, list(decision.lost_handoffs))
         assert decision.state is State.DECIDED, decision.state
         report = finish(wire, list(decision.handoffs), commit=True,
                         deadline_s=self.commit_deadline_s)
-        return self._record(decision.lineage, decision.batch_id, report, raise_lost=raise_lost,
-                            doing="rolling it forward")
+        confirm(wire, report, deadline_s=self.commit_deadline_s)
+        return self._record(wire, decision, report, doing="rolling it forward")
 
-    def _record(self, lineage: str, batch_id: int, report: FinishReport, *, raise_lost: bool,
-                doing: str) -> State:
-        """The transition a DECIDED batch takes once its EndTxns have been answered."""
-        decisions = self._view(lineage)
+    def _record(self, wire: KafkaWire, decision: Decision, report: FinishReport, *,
+                doing: str) -> Finished:
+        """The transition a DECIDED batch takes once its EndTxns have been answered; the
+        aborted ones among them are copied from the log (LOST -> RECOVERING -> DONE)."""
+        batch_id = decision.batch_id
+        decisions = self._view(decision.lineage)
         event = commit_event(len(report.done), len(report.lost), len(report.unknown))
-        if event is Event.NONE_COMMITTED and report.uncertain:
-            event = Event.SOME_ABORTED  # an earlier unknown outcome: do not void the decision
+        if event is Event.NONE_COMMITTED and (report.uncertain or report.partly_committed):
+            # An earlier unknown outcome, or a transaction committed in some partitions:
+            # something may be visible, so the decision is never voided.
+            event = Event.SOME_ABORTED
         state = transition(State.DECIDED, event)
         if event is Event.UNKNOWN:
             self._raise_unknown(batch_id, report, doing)
@@ -235,40 +252,26 @@ class DriverProtocol:
             fault_point("commit.before_done")
             decisions.mark_done(batch_id)
             fault_point("commit.after_done")
-            return state
-        lost = report.describe_lost()
+            return Finished(state)
         if event is Event.NONE_COMMITTED:
             # Nothing of the batch committed: withdrawing the decision lets it replay as new.
             decisions.void(batch_id)
-            if raise_lost:
-                self._raise_if_too_long(batch_id, report.lost)
-                raise TransactionLostError(
-                    f"batch {batch_id}: no transaction could be committed (fenced or "
-                    "expired), nothing was written; the batch fails and will be replayed "
-                    "on restart: " + "; ".join(lost))
-            return state
-        decisions.mark_done(batch_id, lost, [h for h, _ in report.lost])
-        log.error("eoskafka: batch %s: %d decided transaction(s) were aborted before they "
-                  "could be committed (a fence, or the driver down longer than "
-                  "kafka.transaction.timeout.ms=%d); the replay of the batch rewrites them "
-                  "if it writes the same rows, else fails with EOSKAFKA_TRANSACTION_LOST: %s",
-                  batch_id, len(lost), self.timeout_ms, "; ".join(lost))
-        if raise_lost:
-            raise TransactionLostError(
-                f"batch {batch_id}: {len(lost)} transactions could not be committed after "
-                f"{len(report.done)} others were; their records are LOST unless the replay "
-                "of this batch rewrites them (the same rows): " + "; ".join(lost))
-        return state
+            return Finished(state)  # nothing lost: the batch replays
+        log.warning("eoskafka: batch %s: %d decided transaction(s) were aborted by Kafka after "
+                    "others committed (a fence, an operator's abort, or the driver down longer "
+                    "than kafka.transaction.timeout.ms=%d); copying their records from the "
+                    "log: %s", batch_id, len(report.lost), self.timeout_ms,
+                    "; ".join(report.describe_lost()))
+        return self._recovery().copy(wire, decision, [h for h, _ in report.lost])
+
+    def _recovery(self) -> Recovery:
+        return Recovery(self.ids, self.timeout_ms, self.commit_deadline_s, self._view)
+
+    def _lost_error(self, where: str, lost: list[str]) -> TransactionLostError:
+        return lost_error(where, lost, self.timeout_ms)
 
     def _raise_unknown(self, batch_id: int | None, report: FinishReport, doing: str) -> None:
-        unknown = report.describe_unknown()
-        raise TransactionOutcomeUnknownError(
-            f"batch {batch_id}: the outcome of {len(unknown)} EndTxn(s) is unknown after "
-            f"{report.seconds:.0f} s of {doing} (their coordinator moved or could not be "
-            "reached); the decision is kept and the batch fails: the restarted query rolls "
-            "it forward before any task starts, committing each transaction once. Check the "
-            "brokers hosting __transaction_state. " + "; ".join(unknown)
-        )
+        raise outcome_unknown(batch_id, report, doing)
 
     def _pool_owner(self) -> PoolOwner:
         assert self.decisions is not None
@@ -308,12 +311,13 @@ class DriverProtocol:
             found = self._refuse_dead(wire, batch, handoffs)  # batch writes too
             timed.mark("verify")
             timed.seconds.update(lookup=found.lookup_s, liveness=found.check_s)
+            decided = [h for h in handoffs if h.open]
             if decisions is not None:
                 if self.claim_from_handoffs and self.claim_topic is None:
                     claim_at_first_commit(wire, decisions, self.ids.prefix, self.owner,
                                           handoffs, lineage=self.lineage)
                 fault_point("commit.before_decision")
-                decisions.decide(batch, [h for h in handoffs if h.open],
+                decisions.decide(batch, decided,
                                  identity.to_json() if identity is not None else None)
             elif not self.streaming and (topic := _mark_topic(self.mark_topic, handoffs)):
                 # No log: the broker keeps that this write started committing, so abort()
@@ -335,7 +339,17 @@ class DriverProtocol:
                         "nothing can finish it later); their records are LOST: "
                         + "; ".join(report.describe_lost()))
             else:
-                self._record(lineage, batch, report, raise_lost=True, doing="committing")
+                finished = self._record(wire, Decision(batch, tuple(decided), False,
+                                                       lineage=lineage),
+                                        report, doing="committing")
+                if finished.state is State.VOID:
+                    self._raise_if_too_long(batch, report.lost)
+                    raise TransactionLostError(
+                        f"batch {batch_id}: no transaction could be committed (fenced or "
+                        "expired), nothing was written; the batch fails and will be replayed "
+                        "on restart: " + "; ".join(report.describe_lost()))
+                if finished.lost:
+                    raise self._lost_error(f"batch {batch}", finished.lost)
                 timed.mark("mark_done")
                 clean_up(wire, self._pool_owner(), tasks)
                 timed.mark("cleanup")
@@ -356,74 +370,43 @@ class DriverProtocol:
         return mine or next(iter(theirs), "")
 
     def _replay(self, wire: KafkaWire, previous: Decision, fresh: list[TxnHandoff]) -> State:
-        """A batch id this lineage decided before: finish that decision, abort the new
-        attempt's work, rewrite lost transactions from same-digest replacements. Returns
-        VOID when the earlier decision committed nothing (the batch then commits as new)."""
+        """A batch id this lineage decided before: finish that decision (copying whatever
+        Kafka aborted of it from the log), then abort every transaction of the new attempt:
+        they are never matched to lost ones (invariant 10). Returns VOID when the earlier
+        decision committed nothing (the batch then commits as new)."""
         batch_id = previous.batch_id
         decisions = self._view(previous.lineage)
+        lost: list[str] = []
         if previous.state in UNFINISHED:
-            if self._finish(wire, previous, raise_lost=False) is State.VOID:
+            finished = self._finish(wire, previous)
+            if finished.state is State.VOID:
                 return State.VOID
+            lost = finished.lost
             previous = decisions.get(batch_id) or previous
         state = transition(previous.state, Event.REPLAYED)
-        unmatched: list[TxnHandoff] = []
-        recovery: list[TxnHandoff] = []
-        if state is State.LOST:
-            recovery = replacements(wire, list(previous.lost_handoffs), fresh)
-            if recovery:
-                self._refuse_dead(wire, batch_id, recovery)
-                state = transition(state, Event.REPLACEMENT)
-                decisions.record_recovery(batch_id, recovery)
-            else:
-                unmatched = list(previous.lost_handoffs)
-        kept = {txn_key(h) for h in [*previous.committing, *recovery]}
+        kept = {txn_key(h) for h in previous.committing}  # commit() called twice: kept
         duplicates = [h for h in fresh if txn_key(h) not in kept]
-        finish(wire, duplicates, commit=False, deadline_s=wire.config.api_timeout_s)
+        aborted = finish(wire, duplicates, commit=False, deadline_s=wire.config.api_timeout_s)
+        if not aborted.ok:
+            # Finding 8a of issue 22: an abort whose outcome is not confirmed may have left
+            # its transaction open; the next planning fences the pool.
+            self._mark_pool_unclean()
+            log.warning("eoskafka: batch %s: %d replayed transaction(s) could not be aborted "
+                        "for sure; the next batch fences the id pool: %s", batch_id,
+                        len(aborted.lost) + len(aborted.unknown),
+                        "; ".join(aborted.describe_lost() + aborted.describe_unknown()))
         log.warning("eoskafka: batch %s was already committed; aborted %d replayed transactions",
                     batch_id, len(duplicates))
-        if recovery:
-            decision = decisions.get(batch_id)
-            assert decision is not None
-            return self._recover(wire, decision)
-        if unmatched:
-            # Reported once: the loss becomes final in the log (eoskafka txns shows it) and
-            # later replays of the batch go on, instead of failing the query forever.
-            transition(State.LOST, Event.NO_REPLACEMENT)
-            decisions.mark_done(batch_id, list(previous.lost), [])
-            raise TransactionLostError(
-                f"batch {batch_id}: {len(unmatched)} decided transaction(s) were aborted by "
-                "Kafka before the driver could commit them (down longer than "
-                f"kafka.transaction.timeout.ms={self.timeout_ms}, or fenced), and no task of "
-                "this replay wrote the same rows to rewrite them (matched by record digest: "
-                "a changed minPartitions, maxOffsetsPerTrigger or a non-deterministic query "
-                "writes other rows); their records are LOST: "
-                + "; ".join(h.describe() for h in unmatched)
-            )
+        if lost:
+            raise self._lost_error(f"batch {batch_id}", lost)
         return state
 
-    def _recover(self, wire: KafkaWire, decision: Decision) -> State:
-        """RECOVERING -> DONE: commit the recorded replacements; what they do not cover
-        stays lost, reported once and final."""
-        decisions = self._view(decision.lineage)
-        recovery = list(decision.recovery or ())
-        report = finish(wire, recovery, commit=True, deadline_s=self.commit_deadline_s)
-        if report.unknown:
-            transition(State.RECOVERING, Event.UNKNOWN)
-            self._raise_unknown(decision.batch_id, report, "rewriting lost transactions")
-        state = transition(State.RECOVERING, Event.REWRITTEN)
-        replaced = {h.extra.get("replaces") for h in report.done}
-        still = [h for h in decision.lost_handoffs if txn_key(h) not in replaced]
-        lost = [f"{h.describe()}: lost, not rewritten by a replay" for h in still]
-        decisions.mark_done(decision.batch_id, lost, [])
-        decisions.clear_recovery(decision.batch_id)
-        log.warning("eoskafka: batch %s: replay rewrote %d lost transaction(s); %d still lost",
-                    decision.batch_id, len(decision.lost_handoffs) - len(still), len(still))
-        if still:
-            raise TransactionLostError(
-                f"batch {decision.batch_id}: the replay could not rewrite {len(still)} lost "
-                "transaction(s) (no replay transaction with the same rows committed); their "
-                "records are LOST: " + "; ".join(lost))
-        return state
+    def _mark_pool_unclean(self) -> None:
+        assert self.decisions is not None
+        pool = self.decisions.pool()
+        if pool.clean:
+            pool.clean = False
+            self.decisions.save_pool(pool)
 
     def _refuse_dead(self, wire: KafkaWire, batch_id: int,
                      handoffs: list[TxnHandoff]) -> Liveness:
@@ -504,7 +487,7 @@ class DriverProtocol:
                 # unknown outcome raises here, before any fencing could abort it).
                 state = previous.state
                 if state in UNFINISHED:
-                    state = self._finish(wire, previous, raise_lost=False)
+                    state = self._finish(wire, previous).state
                     previous = decisions.get(batch) or previous
                 kept = {txn_key(h) for h in previous.committing}
                 if not self.streaming:

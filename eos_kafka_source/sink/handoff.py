@@ -49,8 +49,8 @@ class TxnHandoff(WriterCommitMessage):
     #: in each partition, so its outcome can be read from the log (invariant 9): the
     #: producer's first control marker at or after it is COMMIT or ABORT.
     first_offsets: tuple[tuple[str, int, int], ...] = ()
-    #: Order-independent digest of every record the task wrote (hex; "" when not computed):
-    #: a replay's transaction replaces a lost one only when the digests match (invariant 10).
+    #: No longer written or used: kept so decision files of an older eoskafka, which matched
+    #: replays to lost transactions by it, still load (recovery now copies from the log).
     digest: str = ""
     #: Set by the at-least-once mode: the records are already visible, nothing to commit.
     delivery: str = "exactly_once"

@@ -19,6 +19,7 @@ from ..faults import fault_point
 from ..wire import KafkaWire, ProducerIdentity
 from .decision_log import DecisionLog, PoolState
 from .fencing import fence_identities, fence_lingering
+from .log_copy import recovery_id
 from .naming import TransactionalIdFactory
 
 log = logging.getLogger(__name__)
@@ -36,8 +37,9 @@ class PoolOwner:
 
 
 def fence_pool(wire: KafkaWire, who: PoolOwner, pool: PoolState, *, probe: bool) -> None:
-    """Fence every id of the pool (and, with ``probe``, ids past it a bigger batch may have
-    used); the pool is then clean.
+    """Fence every id of the pool and the recovery id (and, with ``probe``, ids past it a
+    bigger batch may have used); the pool is then clean. Roll-forward runs first, so no
+    recorded recovery is open here: what a crash left open on that id is aborted.
 
     A pool recorded under another prefix (``transactionalIdPrefix`` changed while a run
     had transactions open: finding 8b of issue 22) is fenced as a whole first, ids past it
@@ -54,7 +56,8 @@ def fence_pool(wire: KafkaWire, who: PoolOwner, pool: PoolState, *, probe: bool)
         for tid in fenced:  # the old ids are done with: keep pool.json small
             pool.fenced_epochs.pop(tid, None)
             pool.fenced_producers.pop(tid, None)
-    fenced = fence_identities(wire, who.ids.pool(pool.size), who.timeout_ms)
+    fenced = fence_identities(wire, [*who.ids.pool(pool.size), recovery_id(who.ids)],
+                              who.timeout_ms)
     size = pool.size
     if probe:
         size, more = fence_lingering(wire, who.ids, pool.size, who.timeout_ms,

@@ -1,44 +1,75 @@
-"""What the log says about a handed-off transaction: its outcome, and its records.
+"""What the log says about a handed-off transaction: its outcome per partition, its records.
 
-"Lost" is a fact read from the log, not a guess from an error code (invariant 9).
-PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE or a dropped connection
-say that an EndTxn failed, not that the transaction did not commit: an earlier attempt
-whose answer was lost, an operator's fence after the commit, or an id that expired
-after it all end that way. The transaction's partitions hold the truth: from the
-offset of its first record (the hand-off's ``first_offsets``), the first control batch
-of its producer id is its marker: COMMIT or ABORT. No marker up to the high watermark
-yet: UNKNOWN (still open, or the coordinator has not written it yet).
+"Lost" is a fact read from the log, not a guess from an error code (docs/design.md,
+invariant 9). PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE or a dropped
+connection say that an EndTxn failed, not that the transaction did not commit: an earlier
+attempt whose answer was lost, an operator's fence after the commit, or an id that expired
+after it all end that way. And NONE does not always mean committed everywhere either: an
+operator's ``kafka-transactions.sh abort`` writes an ABORT marker straight to one partition
+while the coordinator still holds the transaction, whose later commit then misses that
+partition. The transaction's partitions hold the truth: from the offset of its first
+record (the hand-off's ``first_offsets``), the first control batch of its producer id is
+that partition's marker: COMMIT or ABORT. No marker up to the high watermark yet: not
+known (still open, or the coordinator has not written it yet).
 
-The same scan gives the transaction's records, compared when a replay's transaction
-would replace a lost one (invariant 10: the same rows, not the same counts).
+The same scan gives the records an aborted partition holds, which recovery copies
+(invariant 10, :mod:`.recovery`).
 Runs on: the driver (commit worker, planning worker's roll-forward).
 """
 
 from __future__ import annotations
 
 import enum
-import hashlib
 import time
-from collections import Counter
 from dataclasses import dataclass
 
 from kafka.record import MemoryRecords
 
-from ..errors import DataLossError, EosKafkaError
+from ..errors import EosKafkaError, NotAuthorizedError, TransactionOutcomeUnknownError
+from ..faults import fault_point
 from ..records import control_is_commit
 from ..wire import KafkaWire, LogCursor, fetch_bounds
 from ..wire.cluster import fresh_leaders
 from .handoff import TxnHandoff
 
-#: A record as compared between transactions: (topic, key, value, headers).
-Record = tuple[str, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
 _MARKER_WAIT_S = (0.05, 1.0)  # markers land a moment after EndTxn answers (Kafka)
 
 
 class LogOutcome(enum.Enum):
-    COMMITTED = "committed"
-    ABORTED = "aborted"
-    UNKNOWN = "unknown"
+    COMMITTED = "committed"  # COMMIT markers in every partition
+    ABORTED = "aborted"  # ABORT markers in every partition
+    PARTIAL = "partly aborted"  # ABORT in some partitions, COMMIT in the others
+    UNKNOWN = "unknown"  # a partition without a marker yet, or unreadable
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One record as written, with what a copy must keep (topic, partition, timestamp)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+@dataclass(frozen=True)
+class PartitionInLog:
+    """One partition of a transaction, as its log shows it."""
+
+    topic: str
+    partition: int
+    first: int
+    #: The producer's first marker from ``first`` on: True COMMIT, False ABORT, None none yet.
+    marker: bool | None
+    #: The log starts past ``first`` (retention, DeleteRecords): records are gone (the
+    #: marker may still be known).
+    deleted: bool = False
+    log_start: int = 0
+    #: The producer's records from ``first`` to its marker (when asked for).
+    records: tuple[LogRecord, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,31 +77,31 @@ class TxnInLog:
     outcome: LogOutcome
     #: Why, in words (for error messages and logs).
     why: str
-    #: The transaction's records, when asked for and every partition could be read.
-    records: Counter[Record] | None = None
+    partitions: tuple[PartitionInLog, ...] = ()
 
-    def digest(self) -> str:
-        """Order-independent digest of the records ("" when they were not read)."""
-        if self.records is None:
-            return ""
-        h = hashlib.sha256()
-        for record, count in sorted(self.records.items(), key=repr):
-            h.update(repr((record, count)).encode())
-        return h.hexdigest()[:32]
+    @property
+    def aborted(self) -> list[PartitionInLog]:
+        return [p for p in self.partitions if p.marker is False]
+
+    @property
+    def pending(self) -> list[PartitionInLog]:
+        """Partitions whose marker has not been written yet (and could still be)."""
+        return [p for p in self.partitions if p.marker is None and not p.deleted]
 
 
 def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = False,
-                     deadline_s: float = 30.0, wait: bool = True) -> TxnInLog:
+                     deadline_s: float = 30.0, wait: bool = True,
+                     strict: bool = False) -> TxnInLog:
     """The outcome (and with ``records``, the records) of ``handoff``'s transaction.
 
-    Waits (``wait``) up to ``deadline_s`` for markers still being written; returns UNKNOWN
-    when a
-    partition has no marker of the producer by then, or cannot be read from the
-    transaction's first record (no ``first_offsets``: an older eoskafka's hand-off;
-    retention deleted it)."""
+    Waits (``wait``) up to ``deadline_s`` for markers still being written. A partition that
+    cannot be read makes the outcome UNKNOWN, or with ``strict`` raises
+    :class:`TransactionOutcomeUnknownError` (recovery must never take a failed read for an
+    empty one: finding 6 of issue 22). Partitions whose records were deleted, and hand-offs
+    that do not say where their records are (an older eoskafka), are UNKNOWN too: the
+    caller decides what that means for it."""
     if not handoff.open:
-        return TxnInLog(LogOutcome.COMMITTED, "no transaction: nothing to end",
-                        Counter() if records else None)
+        return TxnInLog(LogOutcome.COMMITTED, "no transaction: nothing to end")
     firsts = {(t, p): o for t, p, o in handoff.first_offsets}
     missing = [(t, p) for t, p, _ in handoff.partitions if (t, p) not in firsts]
     if missing:
@@ -79,9 +110,18 @@ def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = Fa
     deadline = time.monotonic() + deadline_s
     pause = _MARKER_WAIT_S[0]
     while True:
-        found = _scan(wire, handoff, firsts, records, deadline)
-        if (found.outcome is not LogOutcome.UNKNOWN or not wait
-                or time.monotonic() >= deadline):
+        try:
+            found = _scan(wire, handoff, firsts, records, deadline)
+        except NotAuthorizedError:
+            raise  # a missing READ ACL on the output topic is named, not retried (docs/acls.md)
+        except EosKafkaError as exc:
+            why = f"could not read the log of {handoff.transactional_id}: {exc}"
+            if strict:
+                raise TransactionOutcomeUnknownError(
+                    f"{handoff.describe()}: {why}; nothing is decided from it, the decision "
+                    "is kept and read again later") from exc
+            return TxnInLog(LogOutcome.UNKNOWN, why)
+        if not found.pending or not wait or time.monotonic() >= deadline:
             return found
         time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
         pause = min(pause * 2, _MARKER_WAIT_S[1])
@@ -93,45 +133,56 @@ def _scan(wire: KafkaWire, handoff: TxnHandoff, firsts: dict[tuple[str, int], in
     info = fresh_leaders(wire, topics, deadline=max(deadline - time.monotonic(), 1.0))
     leaders = {tp: info[tp[0]].leaders[tp[1]] for tp in firsts}
     bounds = fetch_bounds(wire, leaders, dict(firsts))
-    kinds: dict[tuple[str, int], bool | None] = {}
-    found: Counter[Record] = Counter()
+    parts: list[PartitionInLog] = []
     for tp, first in sorted(firsts.items()):
         b = bounds[tp]
-        if b.log_start > first:
-            return TxnInLog(LogOutcome.UNKNOWN, f"{tp[0]}-{tp[1]}: the transaction's records "
-                            f"(from offset {first}) were deleted (log start {b.log_start})")
-        kinds[tp] = None
-        cursor = LogCursor(wire, leaders[tp], tp, first, b.high_watermark, read_ahead=False,
-                           deadline_s=max(deadline - time.monotonic(), 1.0))
-        try:
-            for header, view in cursor:
-                if header.producer_id != handoff.producer_id:
-                    continue
-                if header.is_control:
-                    kinds[tp] = control_is_commit(view)
-                    break
-                if want_records:
-                    found.update(_records(tp[0], view))
-        except (DataLossError, EosKafkaError) as exc:
-            return TxnInLog(LogOutcome.UNKNOWN, f"{tp[0]}-{tp[1]}: could not read the log: {exc}")
-    seen = set(kinds.values())
-    if seen == {True}:
-        return TxnInLog(LogOutcome.COMMITTED, "COMMIT markers in every partition",
-                        found if want_records else None)
-    if seen == {False}:
-        return TxnInLog(LogOutcome.ABORTED, "ABORT markers in every partition",
-                        found if want_records else None)
-    if True in seen and False in seen:
-        raise AssertionError(  # Kafka writes one outcome to every partition of a transaction
-            f"{handoff.describe()}: COMMIT and ABORT markers both found: {kinds}")
-    pending = sorted(f"{t}-{p}" for (t, p), k in kinds.items() if k is None)
-    return TxnInLog(LogOutcome.UNKNOWN, f"no marker yet in {', '.join(pending)}",
-                    found if want_records else None)
+        # Records deleted from the start (retention, DeleteRecords): the marker may still be
+        # there, and is this transaction's only after one of its own batches (same producer
+        # id and epoch): a later transaction of the id could have written the first one.
+        deleted = b.log_start > first
+        marker: bool | None = None
+        mine = not deleted
+        found: list[LogRecord] = []
+        cursor = LogCursor(wire, leaders[tp], tp, max(first, b.log_start), b.high_watermark,
+                           read_ahead=False, deadline_s=max(deadline - time.monotonic(), 1.0))
+        for header, view in cursor:
+            if header.producer_id != handoff.producer_id:
+                continue
+            if header.is_control:
+                marker = control_is_commit(view) if mine else None
+                break
+            mine = mine or header.producer_epoch == handoff.epoch
+            if want_records and not deleted:
+                fault_point("recover.during_read")  # a test drops the connection here
+                found += _records(tp, first, view)
+        parts.append(PartitionInLog(tp[0], tp[1], first, marker, deleted, b.log_start,
+                                    tuple(found)))
+    return TxnInLog(*_outcome(parts), tuple(parts))
 
 
-def _records(topic: str, view: memoryview) -> list[Record]:
-    out: list[Record] = []
+def _outcome(parts: list[PartitionInLog]) -> tuple[LogOutcome, str]:
+    gone = [f"{p.topic}-{p.partition}" for p in parts if p.deleted and p.marker is None]
+    pending = [f"{p.topic}-{p.partition}" for p in parts if p.marker is None and not p.deleted]
+    markers = {p.marker for p in parts if p.marker is not None}
+    if gone:
+        return LogOutcome.UNKNOWN, (f"the transaction's records and marker in {', '.join(gone)} "
+                                    "were deleted (the log starts past its first offset)")
+    if pending:
+        return LogOutcome.UNKNOWN, f"no marker yet in {', '.join(pending)}"
+    if markers == {True}:
+        return LogOutcome.COMMITTED, "COMMIT markers in every partition"
+    if markers == {False}:
+        return LogOutcome.ABORTED, "ABORT markers in every partition"
+    aborted = [f"{p.topic}-{p.partition}" for p in parts if p.marker is False]
+    return LogOutcome.PARTIAL, (f"ABORT markers in {', '.join(aborted)} (an operator's abort "
+                                "of those partitions?), COMMIT markers in the others")
+
+
+def _records(tp: tuple[str, int], first: int, view: memoryview) -> list[LogRecord]:
+    out: list[LogRecord] = []
     for batch in MemoryRecords(bytes(view)):
         for r in batch:
-            out.append((topic, r.key, r.value, tuple((k, v) for k, v in r.headers)))
+            if r.offset >= first:
+                out.append(LogRecord(tp[0], tp[1], r.offset, r.timestamp, r.key, r.value,
+                                     tuple((k, v) for k, v in r.headers)))
     return out

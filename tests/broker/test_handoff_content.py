@@ -2,22 +2,24 @@
 
 ``first_offsets`` must point at the transaction's first record in each partition, read back
 from the raw log, also when another producer wrote to the partition before: the driver
-reads a transaction's outcome and records from there (DESIGN.md invariants 9 and 10). A
-replay's transaction replaces a lost one only when the log holds the same rows for both,
-in any order.
+reads a transaction's outcome and records from there (docs/design.md invariants 9 and 10),
+and recovery copies an aborted transaction's records from there, exactly.
 """
 
 from __future__ import annotations
 
+import time
+
 import pyarrow as pa
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
+from eos_kafka_source.sink.committer import finish
 from eos_kafka_source.sink.fencing import fence
-from eos_kafka_source.sink.replacement import replacements
+from eos_kafka_source.sink.log_copy import read_lost, write_copy
 from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
-from tests.sink_harness import Harness, vals
+from tests.sink_harness import Harness
 
 ROUTED = StructType([StructField("key", BinaryType()), StructField("value", BinaryType()),
                      StructField("partition", IntegerType())])
@@ -69,22 +71,48 @@ def test_first_offsets_point_at_the_transaction_s_first_record(
     assert_no_open_transactions(bootstrap, unique)
 
 
-def test_a_replacement_holds_the_same_rows_in_any_order_not_just_the_same_counts(
-        bootstrap: str, unique: str) -> None:
+def test_recovery_copies_an_aborted_transaction_exactly(bootstrap: str, unique: str) -> None:
+    """What recovery reads back from the log of an aborted transaction, and writes again:
+    every record in its partition and order, with its key, value (a null one too), headers
+    and timestamp; the copy commits, and nothing else becomes visible."""
     create_topic(bootstrap, unique, partitions=2)
     h = Harness(bootstrap, unique, unique, None)
-    rows = vals("row", 40)
-    lost = h.task(0, rows)
+    stamp = int(time.time() * 1000) - 60_000  # recent: older records fall to retention
+    n = 40
+    batch = pa.RecordBatch.from_pydict({
+        "key": [None if i % 5 == 0 else b"k%d" % i for i in range(n)],
+        "value": [None if i == 7 else b"v%d" % i for i in range(n)],
+        "partition": [i % 2 for i in range(n)],
+        "timestamp": [stamp + i for i in range(n)],
+        "headers": [[{"key": "h", "value": b"%d" % i}] if i % 3 == 0 else [] for i in range(n)],
+    }, schema=pa.schema([
+        ("key", pa.binary()), ("value", pa.binary()), ("partition", pa.int32()),
+        ("timestamp", pa.timestamp("ms")),
+        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))]))
     with h.wire() as wire:
-        fence(wire, [lost.transactional_id], 60000)  # aborted, its records stay in the log
-    # Tasks 0, 2 and 4 start their keyless rows on the same partition of two.
-    other = h.task(2, vals("other", 40))  # the same counts per partition, other rows
-    shuffled = h.task(4, rows[::-1])  # the same rows, another order
-    assert lost.partitions == other.partitions == shuffled.partitions
-    with h.wire() as wire:
-        chosen = replacements(wire, [lost], [other, shuffled])
-        assert [c.transactional_id for c in chosen] == [shuffled.transactional_id]
-        assert chosen[0].extra["replaces"].startswith(lost.transactional_id)
-        assert replacements(wire, [lost], [other]) == []
-        h.driver.abort(None, [other, shuffled], tasks=5)
+        writer = h.open_task(wire, 0)
+        writer.write_batch(batch)
+        lost = writer.handoff()
+        fence(wire, [lost.transactional_id], 60000)  # aborted; its records stay in the log
+        plan = read_lost(wire, [lost], deadline_s=30)
+        assert plan.unrecoverable == []
+        assert sorted((t, p, c) for _, t, p, c in plan.copied) == [(unique, 0, 20),
+                                                                  (unique, 1, 20)]
+        wanted = sorted((i % 2, stamp + i, batch.column("key")[i].as_py(),
+                         batch.column("value")[i].as_py(),
+                         tuple((x["key"], x["value"]) for x in batch.column("headers")[i].as_py()))
+                        for i in range(n))
+        got = sorted((r.partition, r.timestamp_ms, r.key, r.value, r.headers)
+                     for r in plan.records)
+        assert got == wanted
+        copy = write_copy(wire, h.ids, plan, [lost], timeout_ms=60000, lineage="q",
+                          batch_id=0)
+        assert copy.transactional_id == f"{unique}-recovery"
+        assert h.ids.task_of(copy.transactional_id) is None
+        assert finish(wire, [copy], commit=True).ok
+    await_markers(bootstrap, unique)
+    view = committed_view(bootstrap, unique)
+    for partition in (0, 1):
+        values = [v for i, v in enumerate(batch.column("value").to_pylist()) if i % 2 == partition]
+        assert view[partition].committed_values == values  # in the order written
     assert_no_open_transactions(bootstrap, unique)

@@ -2,8 +2,8 @@
 
 Issue 15 (DESIGN.md invariants 8-12). The fault suite kills processes; these cases do what
 people do: reset a checkpoint and start again with the same options, rerun a failed batch
-write with a fixed prefix, run ``eoskafka fence`` on a crashed query, replay a batch whose
-replacement rows differ. Each one failed on Apache Kafka before its fix (noted per test).
+write with a fixed prefix, run ``eoskafka fence`` on a crashed query, finish a recovery
+interrupted by a crash. Each one failed on Apache Kafka before its fix (noted per test).
 TaskWriter plays the tasks and DriverProtocol the driver (tests/sink_harness.py); the
 committed view comes from the marker-resolving oracle and Kafka's Java consumer.
 """
@@ -279,22 +279,18 @@ def _wire(bootstrap: str):  # noqa: ANN202
     return KafkaWire(ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap}))
 
 
-# -- finding 3: a replay's recovery transactions are decisions too ------------------------------
+# -- finding 3: recovery transactions are decisions too ----------------------------------------
 
 
 def test_abort_after_a_failed_recovery_commit_rolls_the_recovery_forward(
         sink: Harness, faults, tmp_path: Path) -> None:
-    """Finding 3: a replay's recovery hand-offs were left out of abort()'s decided set: the
-    abort after a failed recovery commit aborted them, and the next replay re-committed the
-    stale ones (INVALID_TXN_STATE) and recorded a final loss that was avoidable."""
-    lose_task_1(sink, faults, tmp_path)
-    sink.driver.prepare(new_run=True)
-    replay = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
-    faults("commit.before_endtxn=raise")  # the recovery is recorded; its EndTxn fails
-    with pytest.raises(RuntimeError, match="injected fault"):
-        sink.driver.commit(0, replay, tasks=2)
-    faults("")
-    sink.driver.abort(0, replay, tasks=2)  # what Spark does after commit() raised
+    """Finding 3: recovery hand-offs were left out of abort()'s decided set: the abort after a
+    failed recovery commit aborted them, and a final loss was recorded that was avoidable.
+    Now the recovery copies from the log (issue 22): commit() dies after recording it."""
+    first = lose_task_1(sink, faults, tmp_path, then="recover.after_record=raise")
+    assert sink.log.get(0).recovery is not None  # recorded, not committed
+    sink.driver.abort(0, first, tasks=2)  # what Spark does after commit() raised
+    assert sink.log.get(0).done and sink.log.get(0).recovery is None
     sink.driver.prepare(new_run=True)
     sink.driver.commit(0, [sink.task(p, vals(f"b0t{p}")) for p in range(2)], tasks=2)
     assert_once_on_kafka(sink, Counter(vals("b0t0") + vals("b0t1")))
@@ -303,15 +299,9 @@ def test_abort_after_a_failed_recovery_commit_rolls_the_recovery_forward(
 
 def test_prepare_rolls_a_recorded_recovery_forward(sink: Harness, faults,
                                                    tmp_path: Path) -> None:
-    """Finding 3: prepare() rolled decisions forward but not a replay's recorded recovery
-    (the driver died between recording it and its EndTxn)."""
-    lose_task_1(sink, faults, tmp_path)
-    sink.driver.prepare(new_run=True)
-    replay = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
-    faults("commit.before_endtxn=raise")
-    with pytest.raises(RuntimeError, match="injected fault"):
-        sink.driver.commit(0, replay, tasks=2)
-    faults("")
+    """Finding 3: prepare() rolled decisions forward but not a recorded recovery (the driver
+    died between recording it and its EndTxn)."""
+    lose_task_1(sink, faults, tmp_path, then="recover.after_record=raise")
     sink.driver.prepare(new_run=True)  # driver killed; the restarted query prepares
     assert_once_on_kafka(sink, Counter(vals("b0t0") + vals("b0t1")))
     assert not sink.log.get(0).lost

@@ -5,10 +5,13 @@ timeout (checked every second on these test brokers) and bumps the epoch, so a l
 EndTxn commit with the task's epoch is PRODUCER_FENCED. Which cases end in no loss:
 - a task stalled past the timeout: nothing of the batch is visible, the batch fails
   (naming the timeout and maxOffsetsPerTrigger), and its replay commits: no loss;
-- the driver killed after its decision and down past the timeout: the decided
-  transactions are gone; the replay rewrites them when it writes the same rows (no loss),
-  else the batch fails once with EOSKAFKA_TRANSACTION_LOST naming batch, partitions and
-  counts, and ``eoskafka txns`` shows the loss.
+- the driver killed after its decision and down past the timeout: Kafka aborted the
+  decided transactions still open, but their records are in the log up to the ABORT
+  markers: the restarted driver copies them in a recovery transaction before any task
+  starts (no loss), whatever the replay writes (docs/design.md, invariant 10). Only
+  records the log no longer holds are lost: the restart fails once with
+  EOSKAFKA_TRANSACTION_LOST naming batch, partitions and counts, and ``eoskafka txns``
+  shows the loss.
 """
 
 from __future__ import annotations
@@ -74,11 +77,12 @@ def test_task_stalled_past_the_timeout_fails_the_batch_whole_then_replay_commits
 
 
 def _decided_then_down_past_the_timeout(sink: Harness, faults, tmp_path: Path,
-                                        point: str = "commit.between_endtxn") -> Harness:
+                                        point: str = "commit.between_endtxn",
+                                        prepare: bool = True) -> Harness:
     """The driver records its decision and dies (at ``point``: between its two EndTxns, so
     task 0's transaction committed; or right after the decision, before any EndTxn); it
     stays down until Kafka has aborted what was still open. Returns the restarted driver,
-    prepared."""
+    prepared (with ``prepare``)."""
     handoffs = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
     faults(f"{point}=raise@{tmp_path / 'once'}")
     with pytest.raises(RuntimeError, match="injected fault"):
@@ -89,7 +93,8 @@ def _decided_then_down_past_the_timeout(sink: Harness, faults, tmp_path: Path,
     _await_timeout_abort(sink, open_values)
     restarted = Harness(sink.bootstrap, sink.topic, sink.ids.prefix, tmp_path / "ckpt",
                         timeout_ms=TIMEOUT_MS)
-    restarted.driver.prepare(new_run=True)  # rolls forward: lost ones recorded, not raised
+    if prepare:
+        restarted.driver.prepare(new_run=True)  # rolls forward: lost ones copied from the log
     return restarted
 
 
@@ -106,36 +111,45 @@ def test_driver_down_past_the_timeout_before_any_endtxn_withdraws_the_decision(
     assert_once_on_kafka(restarted, Counter(vals("b0t0") + vals("other", 7)))
 
 
-def test_driver_down_past_the_timeout_replay_rewrites_the_lost_transactions(
+def test_driver_down_past_the_timeout_the_restart_copies_the_lost_transactions(
         sink: Harness, faults, tmp_path) -> None:
-    """No loss: the replay reads the same offsets and writes the same rows per task.
-    Before: the restarted driver's planning raised TRANSACTION_LOST, so the replay that
-    could rewrite them only ran after a second restart."""
+    """No loss, whatever the replay writes: the restart copies task 1's aborted records from
+    the log before any task starts, and the replay (task 1 writing other rows, a source
+    that is not replayable) is aborted. Before: the loss was recorded and only a replay with
+    the same rows could rewrite it; other rows failed the batch with a final loss."""
     restarted = _decided_then_down_past_the_timeout(sink, faults, tmp_path)
     decision = restarted.log.get(0)
-    assert decision.done and len(decision.lost_handoffs) == 1  # task 1's, read from the log
-    replay = [restarted.task(p, vals(f"b0t{p}")) for p in range(2)]
-    restarted.driver.commit(0, replay, tasks=2)
-    decision = restarted.log.get(0)
     assert decision.done and not decision.lost and not decision.lost_handoffs
+    replay = [restarted.task(0, vals("b0t0")), restarted.task(1, vals("other", 7))]
+    restarted.driver.commit(0, replay, tasks=2)
     assert_once_on_kafka(restarted, Counter(vals("b0t0") + vals("b0t1")))
 
 
 def test_driver_down_past_the_timeout_loss_is_named_once_and_shown_by_txns(
         sink: Harness, faults, tmp_path, capsys) -> None:
-    """Loss: the replay's task 1 writes other rows (a source that is not replayable), so
-    nothing can stand in for the lost transaction: EOSKAFKA_TRANSACTION_LOST names the
-    batch, the partitions and the counts, once; `eoskafka txns` shows the loss."""
-    restarted = _decided_then_down_past_the_timeout(sink, faults, tmp_path)
-    replay = [restarted.task(0, vals("b0t0")), restarted.task(1, vals("other", 7))]
+    """Loss: while the driver was down, retention removed the aborted transaction's first
+    records, so nothing can be copied: EOSKAFKA_TRANSACTION_LOST names the batch, the
+    partitions and the counts, once; `eoskafka txns` shows the loss; the query goes on."""
+    from kafka import KafkaAdminClient
+    from kafka.structs import TopicPartition as KafkaTP
+
+    restarted = _decided_then_down_past_the_timeout(sink, faults, tmp_path, prepare=False)
+    lost = restarted.log.get(0).handoffs[1]
+    topic, partition, first = lost.first_offsets[0]
+    admin = KafkaAdminClient(bootstrap_servers=sink.bootstrap)
+    try:
+        admin.delete_records({KafkaTP(topic, partition): first + 1})
+    finally:
+        admin.close()
     with pytest.raises(TransactionLostError) as err:
-        restarted.driver.commit(0, replay, tasks=2)
+        restarted.driver.prepare(new_run=True)
     message = str(err.value)
-    assert "[EOSKAFKA_TRANSACTION_LOST] batch 0:" in message and "LOST" in message
-    assert f"{sink.ids.for_task(1)}" in message and "30 records" in message
-    assert f"{sink.topic}-" in message  # the output partitions, with their counts
+    assert "[EOSKAFKA_TRANSACTION_LOST]" in message and "batch 0:" in message
+    assert "LOST" in message and f"{sink.ids.for_task(1)}" in message
+    assert "30 records" in message and f"{topic}-{partition}" in message
+    restarted.driver.prepare(new_run=True)  # reported once: the query goes on
     restarted.driver.commit(0, [restarted.task(p, vals(f"again{p}", 5)) for p in range(2)],
-                            tasks=2)  # the next replay goes on: the loss is final, reported
+                            tasks=2)  # the replay is aborted
     capsys.readouterr()
     assert main(["txns", "--checkpoint", str(tmp_path / "ckpt"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -277,8 +277,8 @@ def _heal_input(bootstrap: str, topic: str, feeders: list[Feeder], rounds: int =
 
 
 def _lost_in_log(path: Path) -> list[str]:
-    """The driver's own EOSKAFKA_TRANSACTION_LOST lines (a roll-forward logs a loss that the
-    batch's replay may still rewrite)."""
+    """The driver's own EOSKAFKA_TRANSACTION_LOST lines (records of aborted decided
+    transactions that the log no longer held, so recovery could not copy them)."""
     with path.open(errors="replace") as f:
         return [line for line in f if "EOSKAFKA_TRANSACTION_LOST" in line]
 

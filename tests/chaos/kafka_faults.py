@@ -15,8 +15,9 @@ query stop, zombie):
   the next only once every partition is fully replicated again.
 - ``driver_timeout``: ``kill -9`` the driver right after it recorded a commit
   decision and keep it down past ``kafka.transaction.timeout.ms``: Kafka aborts the
-  decided transactions; the restarted driver must say so (EOSKAFKA_TRANSACTION_LOST)
-  and the replay of the batch may rewrite them.
+  decided transactions; the restarted driver copies their records from the log in a
+  recovery transaction (only records the log no longer holds are reported, with
+  EOSKAFKA_TRANSACTION_LOST).
 
 After a node restart the harness waits until every partition (the internal
 ``__transaction_state`` and ``__consumer_offsets`` too) has its full ISR before the

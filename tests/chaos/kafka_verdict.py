@@ -119,7 +119,7 @@ def judge_kafka(v: Verdict, kafka: KafkaCluster, cfg: dict[str, Any],
     v.notes.extend(f"hanging: {row}" for row in hanging[:10])
     txns, records = reported_losses(lost_reports)
     v.row("EOSKAFKA_TRANSACTION_LOST reports", f"{len(lost_reports)} ({txns} transactions, "
-          f"{records} records named; a replay may have rewritten them)")
+          f"{records} records named: what the log no longer held to copy)")
     return classify(v, losses, records)
 
 

@@ -22,9 +22,11 @@ ALLOWED = [
     (S.DECIDED, E.SOME_ABORTED, S.LOST),
     (S.DECIDED, E.NONE_COMMITTED, S.VOID),
     (S.DECIDED, E.UNKNOWN, S.DECIDED),
-    (S.LOST, E.REPLACEMENT, S.RECOVERING),
-    (S.LOST, E.NO_REPLACEMENT, S.DONE),
-    (S.RECOVERING, E.REWRITTEN, S.DONE),
+    (S.LOST, E.COPIED, S.RECOVERING),
+    (S.LOST, E.UNRECOVERABLE, S.DONE),
+    (S.LOST, E.UNKNOWN, S.LOST),  # the log could not be read: not a final loss (finding 6)
+    (S.RECOVERING, E.RECOVERY_COMMITTED, S.DONE),
+    (S.RECOVERING, E.RECOVERY_LOST, S.LOST),  # copied again from the original ones
     (S.RECOVERING, E.UNKNOWN, S.RECOVERING),
     (S.DONE, E.REPLAYED, S.DONE),
     (S.DONE, E.PRUNED, S.VOID),
@@ -36,9 +38,13 @@ REFUSED = [
     (S.DONE, E.ALL_COMMITTED),
     (S.DONE, E.NONE_COMMITTED),  # a done batch is never voided (rows would be written twice)
     (S.LOST, E.NONE_COMMITTED),
-    (S.LOST, E.PRUNED),  # a rewritable loss is kept until a replay settles it
-    (S.RECOVERING, E.NO_REPLACEMENT),
+    (S.LOST, E.PRUNED),  # a loss is copied (or reported) before anything else
+    (S.LOST, E.REPLAYED),  # a replay finishes the recovery first, then aborts its own work
+    (S.RECOVERING, E.REPLAYED),
+    (S.RECOVERING, E.UNRECOVERABLE),
     (S.RECOVERING, E.PRUNED),
+    (S.DONE, E.COPIED),  # nothing is copied for a finished batch
+    (S.DECIDED, E.COPIED),  # only once the log shows the aborted transactions
     (S.DECIDED, E.PRUNED),  # an unfinished decision is never pruned
     (S.DECIDED, E.DECIDE),  # two drivers deciding one batch
     (S.NEW, E.ALL_COMMITTED),
@@ -56,12 +62,22 @@ def test_refused_transitions_name_state_and_event(state: State, event: Event) ->
         transition(state, event)
 
 
-def test_no_transition_leaves_an_unfinished_decision_without_committing_it() -> None:
-    """Only finishing (answers or the log) takes a decision out of DECIDED or RECOVERING."""
+def test_no_transition_leaves_an_unfinished_decision_without_finishing_it() -> None:
+    """Only finishing (answers or the log), a committed copy, or a loss the log makes final
+    takes a decision out of DECIDED, LOST or RECOVERING."""
     leaving = {(s, e) for (s, e), after in TRANSITIONS.items()
                if s in UNFINISHED and after not in UNFINISHED}
-    assert leaving == {(S.DECIDED, E.ALL_COMMITTED), (S.DECIDED, E.SOME_ABORTED),
-                       (S.DECIDED, E.NONE_COMMITTED), (S.RECOVERING, E.REWRITTEN)}
+    assert leaving == {(S.DECIDED, E.ALL_COMMITTED), (S.DECIDED, E.NONE_COMMITTED),
+                       (S.LOST, E.UNRECOVERABLE), (S.RECOVERING, E.RECOVERY_COMMITTED)}
+
+
+def test_a_replay_never_stands_in_for_lost_transactions() -> None:
+    """Invariant 10: no event makes a replay's transactions part of a decision; a recovery
+    comes only from the log (COPIED)."""
+    into_recovering = {(s, e) for (s, e), after in TRANSITIONS.items()
+                       if after is S.RECOVERING and s is not S.RECOVERING}
+    assert into_recovering == {(S.LOST, E.COPIED)}
+    assert {s for (s, e) in TRANSITIONS if e is E.REPLAYED} == {S.DONE}
 
 
 def test_done_is_never_voided_or_decided_again() -> None:

@@ -74,12 +74,6 @@ EXTRA = [
     ("commit.before_endtxn", "lost", "kill"),
     ("endtxn.commit.answered", "lost", "kill"),
 ]
-#: Cells that wait for another helper's branch (issue 22): strict, so the lead sees them
-#: flip when merging. point -> helper whose branch adds the point.
-PENDING_POINT = {
-    "recover.after_write": "core", "recover.after_record": "core",
-    "recover.before_done": "core",
-}
 #: Cells whose batch 1 is decided when the driver dies (a rewound checkpoint is then refused).
 DECIDED = {p for p, s in SCENARIO.items() if s == "lost"} | {
     "commit.after_decision", "commit.before_endtxn", "commit.between_endtxn",
@@ -119,30 +113,8 @@ def _cells() -> list[pytest.param]:
     for action in actions:
         for cell in base:
             cell = Cell(cell.point, cell.scenario, cell.kill, action)
-            why = _expected_failure(cell)
-            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-            out.append(pytest.param(cell, id=cell.id, marks=marks))
+            out.append(pytest.param(cell, id=cell.id))
     return out
-
-
-#: Cells whose killed driver leaves a decided transaction open: ``kafka-transactions abort``
-#: on it writes an ABORT marker its coordinator never hears of, the roll-forward's EndTxn
-#: answers NONE and the batch was marked done with those rows lost (Kafka 4.3.1, main of
-#: 2026-11-25). Passes with helper core's branch merged (checked: it reads the markers).
-DECIDED_OPEN = {("commit.after_decision", "commit"), ("commit.before_endtxn", "commit"),
-                ("commit.between_endtxn", "commit"), ("commit.before_endtxn", "lost")}
-
-
-def _expected_failure(cell: Cell) -> str | None:
-    """Why a cell fails until another helper's branch is merged, or an open bug nobody fixes
-    yet (None: it must pass). Several reasons are joined: all must go before it passes."""
-    why = []
-    helper = PENDING_POINT.get(cell.point)
-    if helper:
-        why.append(f"fixed by {helper}: the point {cell.point} comes with its branch")
-    if cell.action == "kafka_abort" and (cell.point, cell.scenario) in DECIDED_OPEN:
-        why.append("fixed by core: a roll-forward's NONE confirmed by the log's markers")
-    return "; ".join(why) or None
 
 
 def _decided(cell: Cell) -> bool:
@@ -170,7 +142,7 @@ def test_crash_point(cell: Cell, bootstrap: str, unique: str, tmp_path: Path,
     finally:
         record(RESULTS, point=cell.point if cell.kill == "kill" else f"{cell.point} {cell.kill}",
                scenario=cell.scenario, action=cell.action, verdict=verdict,
-               seconds=time.monotonic() - started, expected=_expected_failure(cell))
+               seconds=time.monotonic() - started, expected=None)
 
 
 def _sweep(cell: Cell, bootstrap: str, topic: str, tmp_path: Path,

@@ -17,11 +17,7 @@ _LITERAL = re.compile(r"""fault_point\(\s*f?["']([^"']+)["']""")
 _TEMPLATES = {"endtxn.{verb}.answered": ("endtxn.commit.answered", "endtxn.abort.answered")}
 
 #: Registered points other helpers' branches add (issue 22); not yet in this source.
-#: PENDING: the lead empties this set after merging `core` and `identity`.
-PENDING = frozenset({
-    "recover.after_write", "recover.after_record", "recover.before_done",  # helper core
-    "recover.during_read",  # helper core (a read, not swept: READ_POINTS)
-})
+PENDING: frozenset[str] = frozenset()
 
 
 def points_in_source() -> dict[str, list[str]]:

@@ -37,16 +37,20 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.types import BinaryType, StructField, StructType
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from eos_kafka_source import faults
 
 SCHEMA = StructType([StructField("value", BinaryType())])
+#: A query that names its topic per row (no ``topic`` option): its prefix is claimed at its
+#: first commit (scenario ``claim``).
+SCHEMA_TOPIC = StructType([StructField("topic", StringType()),
+                           StructField("value", BinaryType())])
 TASKS = 2
 ROWS = 10
 #: Rows each batch reads from the (imaginary) input: its end offset is (batch + 1) * this.
 INPUT_PER_BATCH = TASKS * ROWS
-SCENARIOS = ("commit", "restart", "abort", "lost")
+SCENARIOS = ("commit", "restart", "abort", "lost", "claim")
 
 
 def rows(topic: str, tag: str, batch: int, task: int) -> list[bytes]:
@@ -68,6 +72,8 @@ class Query:
     prefix: str
     checkpoint: Path
     lineage: str = "query-0"
+    #: Rows name their topic in a ``topic`` column instead of the ``topic`` option.
+    topic_column: bool = False
     #: Whatever Spark's hooks raised, in order (the restart's refusals are checked from it).
     errors: list[BaseException] = field(default_factory=list)
 
@@ -80,7 +86,8 @@ class Query:
             meta.write_text(json.dumps({"id": self.lineage}) + "\n")
 
     def options(self) -> dict[str, str]:
-        return {"kafka.bootstrap.servers": self.bootstrap, "topic": self.topic,
+        topic = {} if self.topic_column else {"topic": self.topic}
+        return {"kafka.bootstrap.servers": self.bootstrap, **topic,
                 "checkpointLocation": str(self.checkpoint),
                 "transactionalIdPrefix": self.prefix}
 
@@ -110,7 +117,8 @@ class Query:
             self.write_offsets(batch, shift=shift)
         if new_run:
             sw._PREPARED_IN_PROCESS.clear()  # a new planning worker remembers no run
-        return sw.EosKafkaStreamWriter(self.options(), SCHEMA)
+        return sw.EosKafkaStreamWriter(self.options(),
+                                       SCHEMA_TOPIC if self.topic_column else SCHEMA)
 
     def task(self, writer: Any, batch: int, task: int, values: list[bytes]) -> Any:
         """``writer.write`` as task ``task`` of ``batch`` (the TaskContext Spark gives)."""
@@ -121,7 +129,8 @@ class Query:
                                     "task_attempt_id": -1, "batch_id": batch,
                                     "lineage": self.lineage}
         try:
-            return writer.write(iter([pa.RecordBatch.from_pydict({"value": values})]))
+            columns = {"topic": [self.topic] * len(values)} if self.topic_column else {}
+            return writer.write(iter([pa.RecordBatch.from_pydict({**columns, "value": values})]))
         finally:
             sw._task_context = real
 
@@ -178,6 +187,10 @@ def _nth_kill() -> None:
 def crash(query: Query, scenario: str, fault: str, gate: Path) -> None:
     """Run ``scenario`` with ``fault`` armed at its step; returns only if it never fired."""
     _nth_kill()
+    if scenario == "claim":  # a topic column: the first commit claims the prefix
+        arm(fault)
+        query.run_batch(0, "q", new_run=True)
+        return
     query.run_batch(0, "q", new_run=True)
     if scenario == "restart":
         arm(fault)
@@ -285,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         print(report(args.results, args.out))
         return 0
-    query = Query(args.bootstrap, args.topic, args.prefix, Path(args.checkpoint), args.lineage)
+    query = Query(args.bootstrap, args.topic, args.prefix, Path(args.checkpoint), args.lineage,
+                  topic_column=args.scenario == "claim")
     crash(query, args.scenario, args.fault, Path(args.gate))
     print(f"crash_driver: {args.fault} never fired in scenario {args.scenario}", flush=True)
     return 3

@@ -37,6 +37,9 @@ POINTS: tuple[CrashPoint, ...] = (
     CrashPoint("prepare.after_clear_mark", "prepare",
                "the pool fenced and the query's batch abort mark cleared; planned time not "
                "yet written"),
+    CrashPoint("commit.after_claim", "commit",
+               "with a topic column, the first commit's prefix claim on the broker; the pool "
+               "state does not name its topic yet, nothing decided"),
     CrashPoint("commit.before_decision", "commit",
                "every hand-off checked live; nothing decided (the batch is still new)"),
     CrashPoint("store.write", "store",

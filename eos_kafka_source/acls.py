@@ -8,7 +8,7 @@ WRITE on both the transactional id and the topic, ...), so the error built here
 names the resource, the operation and a ready ``kafka-acls.sh`` line. Names
 eoskafka derives from a prefix (``<prefix>-<n>`` ids, ``<prefix>.eoskafka-*``
 groups) get a prefixed ACL on the prefix: one ACL covers the whole pool
-(DESIGN.md invariant 11). docs/acls.md lists the full set per role.
+(docs/design.md invariant 11). docs/acls.md lists the full set per role.
 
 Who asks and where (principal, bootstrap servers) is only known to the
 connection: :func:`remember_client` records it per thread when a request is sent.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 _CLIENT: ContextVar[tuple[str | None, str]] = ContextVar("eoskafka_client",
                                                           default=(None, "BROKER:9092"))
 
-#: Group names eoskafka derives from a transactional-id prefix (sink/claims.py).
+#: Group names eoskafka derives from a transactional-id prefix (sink/driver/claims.py).
 CLAIM_SUFFIX = ".eoskafka-claim"
 ABORTED_INFIX = ".eoskafka-aborted."
 

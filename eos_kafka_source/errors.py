@@ -120,7 +120,7 @@ class TransactionOutcomeUnknownError(EosKafkaError):
     """EndTxn's outcome is not known (coordinator moved or unreachable): not a failure.
 
     The decision stays recorded and undone; the batch fails and the restarted driver
-    rolls it forward (DESIGN.md section 1, "EndTxn outcome can be unknown").
+    rolls it forward (docs/design.md, the driver's commit).
     """
 
     condition = "EOSKAFKA_TRANSACTION_OUTCOME_UNKNOWN"
@@ -128,7 +128,7 @@ class TransactionOutcomeUnknownError(EosKafkaError):
 
 class DecisionLogConflictError(EosKafkaError):
     """The decision log belongs to another query, or another driver wrote the same decision
-    (DESIGN.md invariant 8: a decision belongs to one query, not to a batch id)."""
+    (docs/design.md invariant 8: a decision belongs to one query, not to a batch id)."""
 
     condition = "EOSKAFKA_DECISION_LOG_CONFLICT"
 
@@ -149,7 +149,7 @@ class PreviousWriteCompletedError(EosKafkaError):
 
 class ReplayMismatchError(EosKafkaError):
     """A batch id came back with another input than its recorded decision: not a replay
-    (a rewound checkpoint, a changed source; DESIGN.md invariant 13). Refused before
+    (a rewound checkpoint, a changed source; docs/design.md invariant 13). Refused before
     anything is aborted: skipping it would lose its rows, writing it could duplicate them."""
 
     condition = "EOSKAFKA_REPLAY_MISMATCH"

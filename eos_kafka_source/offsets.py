@@ -144,7 +144,7 @@ class PartitionBounds:
     """A partition's offsets as a Fetch response reports them.
 
     Planning uses Fetch, not ListOffsets "latest", because the latter is wrong
-    on some brokers (DESIGN.md section 1).
+    on some brokers (docs/compatibility.md).
     """
 
     log_start: int

@@ -4,7 +4,7 @@ On Apache Kafka, what the marker-resolving oracle (``tests/oracle.py``) calls co
 must be exactly what Kafka's Java client returns under ``isolation.level=read_committed``:
 same partitions, offsets and values. On Tansu the Java consumer is no oracle (Tansu
 leaves Fetch's aborted-transactions list empty, so every read_committed client returns
-aborted records: DESIGN.md section 1), so there the check is not made.
+aborted records: docs/compatibility.md), so there the check is not made.
 """
 
 from __future__ import annotations

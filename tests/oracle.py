@@ -1,6 +1,6 @@
 """The test oracle: what a topic holds, committed / aborted / open, from its raw log.
 
-Not a read_committed consumer (on Tansu those return aborted records, DESIGN.md
+Not a read_committed consumer (on Tansu those return aborted records, docs/design.md
 section 1). Raw bytes come over ``eos_kafka_source.wire`` (transport only); they
 are decoded with kafka-python's ``MemoryRecords`` and resolved with the simplest
 algorithm there is, independent of ``eos_kafka_source.visibility``: read each
@@ -218,7 +218,7 @@ def committed_values(bootstrap: str, topic: str) -> list[bytes | None]:
             for v in pv.committed_values]
 
 
-#: Measured on Tansu 0.6.0 (DESIGN.md: "the LSO can lag behind Kafka's"): when a
+#: Measured on Tansu 0.6.0 (docs/compatibility.md: "the LSO can lag behind Kafka's"): when a
 #: transactional id ends a transaction, is re-initialised (epoch bump) and runs another
 #: one while a transaction of another producer spans it, the LSO stays at the start of that
 #: re-initialised transaction after everything has ended, until some producer writes

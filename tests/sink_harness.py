@@ -15,11 +15,11 @@ from pathlib import Path
 import pyarrow as pa
 
 from eos_kafka_source.client_config import ClientConfig
-from eos_kafka_source.sink.decision_log import DecisionLog
-from eos_kafka_source.sink.driver import DriverProtocol
+from eos_kafka_source.sink.decisions.log import DecisionLog
+from eos_kafka_source.sink.driver.protocol import DriverProtocol
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.naming import TransactionalIdFactory, fingerprint
-from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
 from tests.oracle import committed_view
 
@@ -148,7 +148,7 @@ def lose_task_1(sink: Harness, faults, tmp_path: Path, tasks: int = 2,  # noqa: 
     is expected to fail with that injected fault instead. The zombie's own transaction is
     ended (as the next batch's task 1 would). Returns the batch's hand-offs (each task
     wrote ``vals(f"{tag}{p}")``)."""
-    from eos_kafka_source.sink.fencing import fence
+    from eos_kafka_source.sink.driver.fencing import fence
 
     first = [sink.task(p, vals(f"{tag}{p}")) for p in range(tasks)]
     gate = tmp_path / "gate"

@@ -4,7 +4,7 @@ Everything here is load-insensitive (sizes and counts), so a loaded, shared mach
 does not distort it; only the commit time the benchmark reads from the decision log is.
 Processes are found by tree: the driver JVM is this Python process's ``java`` child, and
 every Python process under that JVM is a Spark Python worker; the query's planning worker
-(``streamReader()`` and the sink's ``streamWriter()`` run there, DESIGN.md section 3) is
+(``streamReader()`` and the sink's ``streamWriter()`` run there: docs/design.md) is
 the long-lived one, told apart by its command line.
 """
 

@@ -23,12 +23,12 @@ import pyarrow as pa
 
 from eos_kafka_source.broker import EmbeddedBroker
 from eos_kafka_source.client_config import ClientConfig
-from eos_kafka_source.sink.decision_log import DecisionLog
-from eos_kafka_source.sink.driver import DriverProtocol
-from eos_kafka_source.sink.fencing import fence
+from eos_kafka_source.sink.decisions.log import DecisionLog
+from eos_kafka_source.sink.driver.fencing import fence
+from eos_kafka_source.sink.driver.protocol import DriverProtocol
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.naming import TransactionalIdFactory
-from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
 from eos_kafka_source.wire.kept import kept_wire
 

@@ -20,7 +20,7 @@ from ..client_config import ClientConfig
 from ..errors import EosKafkaError
 
 if TYPE_CHECKING:
-    from ..sink.decision_log import DecisionLog
+    from ..sink.decisions.log import DecisionLog
     from ..wire import KafkaWire
 
 #: Exit codes of every command.
@@ -104,7 +104,7 @@ def open_decision_log(location: str) -> DecisionLog:
     """
     import pyarrow.fs as pafs
 
-    from ..sink.decision_log import DecisionLog
+    from ..sink.decisions.log import DecisionLog
 
     candidates = [location.rstrip("/")]
     if candidates[0].endswith("/eoskafka"):

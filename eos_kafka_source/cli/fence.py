@@ -3,7 +3,7 @@
 Sends InitProducerId for ``<prefix>-0`` .. ``<prefix>-<N-1>``: each id's epoch is
 bumped, the transaction it held open is aborted and any zombie producer using
 it is fenced (the same step the sink's driver takes at query start, see
-``eos_kafka_source.sink.fencing``). ``--probe`` goes on past the pool like the
+``eos_kafka_source.sink.driver.fencing``). ``--probe`` goes on past the pool like the
 driver does, until ``--probe-window`` ids in a row were never used.
 With ``--checkpoint`` the prefix and pool size come from the decision log, and
 the command refuses while a decided batch is undone (fencing would abort
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                            "probe": args.probe, "ids": ids, "fenced": [], "probed": [],
                            "used_beyond_pool": None, "undone": undone, "refused": refused}
     if not refused and not args.dry_run:
-        from ..sink.fencing import fence, probe_beyond
+        from ..sink.driver.fencing import fence, probe_beyond
 
         config = c.client_config(args)
         with c.connect(config) as wire:

@@ -16,7 +16,7 @@ decided in the last S seconds (so an alert clears once it has been seen).
     pool             null, or {prefix, size, owner, clean, fenced_epochs: {id: epoch}}
     batches          one per decision kept (the last 100), oldest first:
         batch_id, state ("done" | "undone"),
-        decision_state             decided | done | lost | recovering (sink/decision_states.py)
+        decision_state             decided | done | lost | recovering (sink/decisions/states.py)
         decided_at, done_at        epoch seconds (float); done_at null while undone
         commit_seconds             done_at - decided_at, or null
         transactions               hand-offs with an open transaction in the decision

@@ -211,7 +211,7 @@ SINK_KAFKA = (
     Opt("linger.ms", "0", "accepted and validated; adds no wait (a task batches from the rows "
         "it holds)"),
     Opt("max.request.size", "1048576", "cap on a Produce request's bytes",
-        "const:eos_kafka_source.sink.task_writer:_MAX_REQUEST_SIZE"),
+        "const:eos_kafka_source.sink.task.writer:_MAX_REQUEST_SIZE"),
 )
 
 

@@ -43,7 +43,7 @@ class TxnHandoff(WriterCommitMessage):
     owner: str = ""
     #: The lineage the hand-off belongs to: Spark's query id for a streaming write (stable
     #: across restarts, new after a checkpoint reset), the per-write id of a batch write.
-    #: Decisions are keyed by it and the batch id together (DESIGN.md invariant 8).
+    #: Decisions are keyed by it and the batch id together (docs/design.md invariant 8).
     lineage: str = ""
     #: ((topic, partition, first offset), ...): where the transaction's first record landed
     #: in each partition, so its outcome can be read from the log (invariant 9): the

@@ -7,7 +7,7 @@
 ...    .option("checkpointLocation", "/tmp/ckpt")
 ...    .start())
 
-Where each hook runs (DESIGN.md section 3): ``__init__`` on the driver, in the
+Where each hook runs (docs/design.md, "Where each part runs"): ``__init__`` on the driver, in the
 planning worker (before each batch) and again in the commit/abort worker;
 ``write`` on executors, on a pickled copy; ``commit``/``abort`` in the commit
 worker. The writer pickles only plain values (options, schema, prefix).
@@ -30,17 +30,17 @@ from ..errors import TransactionLostError
 from ..options import SinkOptions
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator, require_topics
 from ..wire.kept import kept_wire
-from . import columns
-from .claims import batch_aborted, write_aborted
-from .decision_log import DecisionLog
-from .driver import DriverProtocol
+from .decisions.log import DecisionLog
+from .driver.claims import batch_aborted, write_aborted
+from .driver.protocol import DriverProtocol
 from .handoff import TxnHandoff, handoffs_of
 from .lineage import query_id_at, task_lineage
 from .naming import TransactionalIdFactory, default_prefix, fingerprint
+from .task import columns
 from .timings import Phases
 
 if TYPE_CHECKING:
-    from .task_writer import TaskWriter
+    from .task.writer import TaskWriter
 
 try:  # pyspark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamArrowBase
@@ -156,7 +156,7 @@ class _Writer:
         # Imported here, on the executor: with its codec (pyarrow.compute, which pulls in
         # pandas, and aiokafka) it is half of the sink's import time, which the driver's
         # planning and commit workers (each new worker imports it again) do not need.
-        from .task_writer import TaskWriter
+        from .task.writer import TaskWriter
 
         context = _task_context()
         task = context["task_partition"]

@@ -39,7 +39,7 @@ from .redact import protect, redact
 log = logging.getLogger(__name__)
 _install_kafka_python_fixes()  # Kafka's answer to a refused login reaches us (see module)
 
-#: kafka-python's default 1 MB receive cap breaks large fetches (DESIGN.md section 2).
+#: kafka-python's default 1 MB receive cap breaks large fetches (docs/performance.md).
 RECEIVE_MAX_BYTES = 256 << 20
 #: Requests one connection may have in flight (brokers answer a connection's requests in order).
 MAX_IN_FLIGHT = 1000

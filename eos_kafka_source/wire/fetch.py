@@ -1,7 +1,7 @@
 """Raw Fetch: partition bounds (log start, high watermark, LSO) and batch cursors.
 
 Offsets are planned from Fetch, never from ListOffsets latest (wrong on Tansu,
-DESIGN.md section 1). Fetches always use read_uncommitted isolation: the reader
+docs/compatibility.md). Fetches always use read_uncommitted isolation: the reader
 resolves transactions itself from control markers, which may lie past the LSO.
 """
 
@@ -158,7 +158,7 @@ def list_offsets_for_times(
     wire: KafkaWire, leader: int, times: Mapping[TopicPartition, int]
 ) -> dict[TopicPartition, int | None]:
     """ListOffsets by timestamp (ms): the first offset whose timestamp is at or after it,
-    None when no record is that late. Known to be unreliable on Tansu (DESIGN.md section 1)."""
+    None when no record is that late. Known to be unreliable on Tansu (docs/compatibility.md)."""
     found = _list_offsets(wire, leader, times, "ListOffsets by timestamp")
     return {tp: (off if off >= 0 else None) for tp, off in found.items()}
 

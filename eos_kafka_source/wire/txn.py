@@ -291,7 +291,7 @@ def end_txns(
 
     Retries CONCURRENT_TRANSACTIONS and COORDINATOR_LOAD_IN_PROGRESS at the same
     coordinator until ``deadline_s``; every other answer is returned as it came, for the
-    caller to sort (see sink.committer). A dropped connection (how Tansu answers a stale
+    caller to sort (see sink.driver.committer). A dropped connection (how Tansu answers a stale
     producer epoch, and what a dying coordinator does) and a request timeout are reported as
     that transaction's error: its outcome is unknown.
     """

@@ -16,9 +16,9 @@ import pytest
 
 from eos_kafka_source.errors import TransactionOutcomeUnknownError
 from eos_kafka_source.faults import InjectedFault
-from eos_kafka_source.sink.claims import batch_aborted
-from eos_kafka_source.sink.decision_log import DecisionLog
-from eos_kafka_source.sink.driver import DriverProtocol
+from eos_kafka_source.sink.decisions.log import DecisionLog
+from eos_kafka_source.sink.driver.claims import batch_aborted
+from eos_kafka_source.sink.driver.protocol import DriverProtocol
 from eos_kafka_source.sink.naming import fingerprint
 from tests.kafka_helpers import create_topic
 from tests.sink_harness import Harness, assert_once_on_kafka, vals

@@ -1,4 +1,4 @@
-"""Least-privilege ACLs on Kafka's StandardAuthorizer (issue 16, DESIGN.md invariant 11).
+"""Least-privilege ACLs on Kafka's StandardAuthorizer (issue 16, docs/design.md invariant 11).
 
 One Kafka node for the module with ``allow.everyone.if.no.acl.found=false`` and a
 SASL/PLAIN listener with one user per case: ``full`` holds exactly the ACLs
@@ -41,10 +41,10 @@ from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools, ListenerSpec
 from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.datasource import EosKafkaDataSource, kafka_schema
 from eos_kafka_source.errors import NotAuthorizedError
-from eos_kafka_source.sink.claims import claim_group
-from eos_kafka_source.sink.fencing import fence
+from eos_kafka_source.sink.driver.claims import claim_group
+from eos_kafka_source.sink.driver.fencing import fence
 from eos_kafka_source.sink.naming import TransactionalIdFactory
-from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.source.partition_reader import read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.wire import KafkaWire, create_topic

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from eos_kafka_source.errors import IdPrefixClashError
-from eos_kafka_source.sink.driver import DriverProtocol
+from eos_kafka_source.sink.driver.protocol import DriverProtocol
 from eos_kafka_source.sink.naming import fingerprint
 from tests.kafka_helpers import create_topic
 from tests.sink_harness import Harness, assert_once_on_kafka, vals

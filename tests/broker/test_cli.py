@@ -25,12 +25,12 @@ import pytest
 from eos_kafka_source.broker import free_port
 from eos_kafka_source.cli import main
 from eos_kafka_source.client_config import ClientConfig
-from eos_kafka_source.sink.decision_log import DecisionLog
-from eos_kafka_source.sink.driver import DriverProtocol
-from eos_kafka_source.sink.fencing import fence
+from eos_kafka_source.sink.decisions.log import DecisionLog
+from eos_kafka_source.sink.driver.fencing import fence
+from eos_kafka_source.sink.driver.protocol import DriverProtocol
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.naming import TransactionalIdFactory
-from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
 from tests.kafka_helpers import TxnWriter, create_topic, write_plain
 from tests.oracle import (

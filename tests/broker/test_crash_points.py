@@ -1,6 +1,6 @@
 """The crash-point sweep on Apache Kafka (docs/design.md, invariants 12 and 14; issue 22).
 
-For every registered crash point (eos_kafka_source/sink/crash_points.py) a real driver
+For every registered crash point (eos_kafka_source/sink/driver/crash_points.py) a real driver
 process (tests/crash_driver.py) is SIGKILLed at that point, in a scenario that reaches it;
 the test asserts it died there (a renamed point cannot pass vacuously). Then, optionally,
 an operator acts in the pause; then the query restarts in this process (a new planning
@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from eos_kafka_source.sink import crash_points
-from eos_kafka_source.sink.decision_log import DecisionLog
+from eos_kafka_source.sink.decisions.log import DecisionLog
+from eos_kafka_source.sink.driver import crash_points
 from tests.crash_driver import Query, batch_rows, record, run_crash
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, committed_view
@@ -242,7 +242,7 @@ def _kafka_abort(query: Query) -> str:
 def _close_leftovers(bootstrap: str, prefix: str) -> None:
     """After a cell that did not hold (its verdict taken): fence the ids it may have left
     open, so they do not fail the session's last check or stall the next cells."""
-    from eos_kafka_source.sink.fencing import fence
+    from eos_kafka_source.sink.driver.fencing import fence
     from tests.kafka_helpers import wire_for
 
     ids = [f"{p}-{suffix}" for p in (prefix, f"{prefix}-renamed")

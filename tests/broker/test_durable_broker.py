@@ -13,8 +13,8 @@ import pytest
 from eos_kafka_source.broker import EmbeddedBroker
 from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.options import SourceOptions
-from eos_kafka_source.sink.committer import finish
-from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.sink.driver.committer import finish
+from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.source.planner import SourcePlanner
 from eos_kafka_source.wire import KafkaWire, init_producer_ids
 from tests.chaos.broker import S3Server, durable_broker

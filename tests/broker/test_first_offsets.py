@@ -14,8 +14,8 @@ from collections import Counter
 import pyarrow as pa
 
 from eos_kafka_source.records import encode_batch
-from eos_kafka_source.sink.fencing import fence
-from eos_kafka_source.sink.txn_log import LogOutcome, read_transaction
+from eos_kafka_source.sink.driver.fencing import fence
+from eos_kafka_source.sink.driver.txn_log import LogOutcome, read_transaction
 from eos_kafka_source.wire import (
     KafkaWire,
     ProducerIdentity,
@@ -80,7 +80,7 @@ def test_a_handoff_whose_first_answer_had_no_offset_still_reads_its_outcome(
     batch, injected here by dropping it): the hand-off must still say where the
     transaction's records start, or its outcome reads UNKNOWN forever. Kafka says it
     (DescribeProducers); Tansu has not the request, and the task reads its log."""
-    from eos_kafka_source.sink import first_offsets
+    from eos_kafka_source.sink.task import first_offsets
 
     if not ON_TANSU:
         def no_scan(*args: object) -> None:

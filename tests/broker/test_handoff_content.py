@@ -13,9 +13,9 @@ import time
 import pyarrow as pa
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
-from eos_kafka_source.sink.committer import finish
-from eos_kafka_source.sink.fencing import fence
-from eos_kafka_source.sink.log_copy import read_lost, write_copy
+from eos_kafka_source.sink.driver.committer import finish
+from eos_kafka_source.sink.driver.fencing import fence
+from eos_kafka_source.sink.driver.log_copy import read_lost, write_copy
 from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view

@@ -20,7 +20,7 @@ import pytest
 
 from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools
 from eos_kafka_source.sink.handoff import TxnHandoff
-from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire, ProducerIdentity, TopicInfo, end_txns
 from eos_kafka_source.wire.cluster import create_topic, find_coordinator
 from eos_kafka_source.wire.coordinated import with_coordinator

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.sink.task.writer import TaskWriter
 from tests.brokers import ON_TANSU
 from tests.kafka_helpers import create_topic
 from tests.oracle import committed_view

@@ -21,7 +21,7 @@ import pytest
 
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.errors import TransactionLostError
-from eos_kafka_source.sink.committer import finish
+from eos_kafka_source.sink.driver.committer import finish
 from eos_kafka_source.wire import (
     KafkaWire,
     ProducerIdentity,

@@ -1,6 +1,6 @@
 """Exactly-once through a query's whole life: what users and operators do between runs.
 
-Issue 15 (DESIGN.md invariants 8-12). The fault suite kills processes; these cases do what
+Issue 15 (docs/design.md invariant 8-12). The fault suite kills processes; these cases do what
 people do: reset a checkpoint and start again with the same options, rerun a failed batch
 write with a fixed prefix, run ``eoskafka fence`` on a crashed query, finish a recovery
 interrupted by a crash. Each one failed on Apache Kafka before its fix (noted per test).
@@ -24,7 +24,7 @@ from eos_kafka_source.errors import (
     PreviousWriteCompletedError,
     TransactionLostError,
 )
-from eos_kafka_source.sink.fencing import fence
+from eos_kafka_source.sink.driver.fencing import fence
 from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter, EosKafkaStreamWriter
 from tests.brokers import ON_TANSU
 from tests.kafka_helpers import create_topic

@@ -1,7 +1,7 @@
 """The exactly-once protocol against the real broker, without Spark.
 
 TaskWriter plays the tasks, DriverProtocol the driver; each test names the
-DESIGN.md section 4 invariant it pins and checks the committed view of the
+docs/design.md invariant it pins and checks the committed view of the
 output with the independent oracle.
 """
 
@@ -229,7 +229,7 @@ def test_invariant7_user_prefix_claimed_against_other_queries(bootstrap, unique,
 def test_invariant7_a_claim_under_its_old_group_name_still_holds(bootstrap, unique, tmp_path):
     """Claims moved from ``eoskafka-claim.<prefix>`` to ``<prefix>.eoskafka-claim`` (one
     prefixed ACL covers it): another query's old claim still refuses, our own carries over."""
-    from eos_kafka_source.sink.claims import _token, claim_group
+    from eos_kafka_source.sink.driver.claims import _token, claim_group
     from eos_kafka_source.wire.groups import commit_offset, fetch_offset
 
     create_topic(bootstrap, unique)

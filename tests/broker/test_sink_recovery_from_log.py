@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from eos_kafka_source.errors import TransactionLostError, TransactionOutcomeUnknownError
-from eos_kafka_source.sink.decision_states import State
-from eos_kafka_source.sink.fencing import fence
+from eos_kafka_source.sink.decisions.states import State
+from eos_kafka_source.sink.driver.fencing import fence
 from eos_kafka_source.sink.handoff import TxnHandoff
 from tests.sink_harness import Harness, assert_once_on_kafka, vals
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from eos_kafka_source.client_config import ClientConfig
-from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import (
     KafkaWire,
     ProducerIdentity,

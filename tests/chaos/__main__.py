@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         from .kafka_verdict import judge_kafka, settle
 
         lag = settle(broker.bootstrap_servers, [cfg["input"], cfg["output"]]) if on_kafka else []
-        from eos_kafka_source.sink.decision_log import DecisionLog
+        from eos_kafka_source.sink.decisions.log import DecisionLog
 
         verdict = judge(broker.bootstrap_servers, cfg, ledger, chaos.log.records, chaos.zombies,
                         DecisionLog(cfg["decision_log"] or cfg["checkpoint"]).pool().size,

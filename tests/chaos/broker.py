@@ -1,6 +1,6 @@
 """The durable broker: Tansu with ``s3://`` storage on a local moto S3 server, or Kafka.
 
-DESIGN.md section 1: this survives ``kill -9`` with records, open transactions,
+docs/compatibility.md: this survives ``kill -9`` with records, open transactions,
 producer epochs and group offsets intact. The S3 server keeps its state in
 memory for the whole run (it is never killed); only the broker is.
 """

@@ -27,9 +27,9 @@ import pyarrow as pa
 
 from eos_kafka_source.broker import EmbeddedBroker
 from eos_kafka_source.client_config import ClientConfig
-from eos_kafka_source.sink.decision_log import DecisionLog
+from eos_kafka_source.sink.decisions.log import DecisionLog
 from eos_kafka_source.sink.naming import TransactionalIdFactory, default_prefix
-from eos_kafka_source.sink.task_writer import TaskWriter
+from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
 
 from .cluster import SparkCluster, java_ancestor

@@ -34,7 +34,7 @@ from kafka.protocol.metadata import MetadataRequest
 
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.client_config import ClientConfig
-from eos_kafka_source.sink.decision_log import DecisionLog
+from eos_kafka_source.sink.decisions.log import DecisionLog
 from eos_kafka_source.sink.naming import TransactionalIdFactory, default_prefix
 from eos_kafka_source.wire import KafkaWire, fetch_metadata, find_coordinator
 

@@ -2,7 +2,7 @@
 
 - Kafka's Java console consumer with ``isolation.level=read_committed`` must return,
   record for record (partition, offset, value), what the marker oracle calls committed,
-  on the output and on the input (on Tansu it is no oracle: DESIGN.md section 1);
+  on the output and on the input (on Tansu it is no oracle: docs/compatibility.md);
 - ``kafka-transactions list`` must show no transaction still open and
   ``kafka-transactions find-hanging`` nothing hanging, on every node;
 - LSO == high watermark on every partition once Kafka's asynchronous markers are

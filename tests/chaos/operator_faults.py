@@ -99,7 +99,7 @@ class OperatorChaos(KafkaChaos):
     def reset_checkpoint(self) -> None:
         self._halt()
         checkpoint = Path(self.cfg["checkpoint"])
-        from eos_kafka_source.sink.decision_log import DecisionLog
+        from eos_kafka_source.sink.decisions.log import DecisionLog
 
         log = DecisionLog(self.cfg["decision_log"])
         decided = set(log.batch_ids())

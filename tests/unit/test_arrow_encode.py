@@ -9,7 +9,7 @@ import pytest
 
 from eos_kafka_source.records import encode_batch, iter_batches
 from eos_kafka_source.records.arrow_encode import TABLE_SIZE, encode_arrow
-from eos_kafka_source.sink.columns import unpack
+from eos_kafka_source.sink.task.columns import unpack
 
 IDENTITY = {"producer_id": 7, "producer_epoch": 3, "base_sequence": 11}
 T0 = 1_700_000_000_000

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from eos_kafka_source.errors import ReplayMismatchError
-from eos_kafka_source.sink.batch_identity import (
+from eos_kafka_source.sink.decisions.log import Decision, DecisionLog
+from eos_kafka_source.sink.driver.batch_identity import (
     BatchIdentity,
     identity_of,
     parse_offsets,
@@ -16,7 +17,6 @@ from eos_kafka_source.sink.batch_identity import (
     refuse_other_batch,
     same_batch,
 )
-from eos_kafka_source.sink.decision_log import Decision, DecisionLog
 from eos_kafka_source.sink.handoff import TxnHandoff
 
 

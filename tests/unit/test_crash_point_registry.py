@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from eos_kafka_source.sink import crash_points
+from eos_kafka_source.sink.driver import crash_points
 
-PACKAGE = Path(crash_points.__file__).parents[1]
+PACKAGE = Path(crash_points.__file__).parents[2]
 #: Where the driver's durable steps live: the sink, and the EndTxn request of the wire.
-SCANNED = [*sorted((PACKAGE / "sink").glob("*.py")), PACKAGE / "wire" / "txn.py"]
+SCANNED = [*sorted((PACKAGE / "sink").rglob("*.py")), PACKAGE / "wire" / "txn.py"]
 _LITERAL = re.compile(r"""fault_point\(\s*f?["']([^"']+)["']""")
 #: f-string points: the template and the names it stands for.
 _TEMPLATES = {"endtxn.{verb}.answered": ("endtxn.commit.answered", "endtxn.abort.answered")}
@@ -36,7 +36,7 @@ def test_every_point_in_the_sink_is_registered() -> None:
                if name not in crash_points.BY_NAME
                and name not in crash_points.TASK_POINTS | crash_points.READ_POINTS}
     assert not unknown, (
-        f"fault points not in eos_kafka_source/sink/crash_points.py: {unknown}; register "
+        f"fault points not in eos_kafka_source/sink/driver/crash_points.py: {unknown}; register "
         "each durable step there (what is durable at that moment, which hook) so the "
         "crash-point sweep kills the driver at it")
 

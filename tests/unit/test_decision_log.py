@@ -1,4 +1,4 @@
-"""The decision log's files, without a broker (sink/decision_log.py).
+"""The decision log's files, without a broker (sink/decisions/log.py).
 
 The file-layer cases run twice: on the local disk and on S3 (a local ``moto_server``),
 where pyarrow's S3 filesystem has no create-only-if-absent and no atomic rename.
@@ -18,8 +18,8 @@ import pytest
 
 from eos_kafka_source.errors import DecisionLogConflictError
 from eos_kafka_source.faults import InjectedFault
-from eos_kafka_source.sink.decision_log import DecisionLog
-from eos_kafka_source.sink.decision_states import State
+from eos_kafka_source.sink.decisions.log import DecisionLog
+from eos_kafka_source.sink.decisions.states import State
 from eos_kafka_source.sink.handoff import TxnHandoff
 from tests.waiting import until
 
@@ -141,7 +141,7 @@ def test_a_replaced_file_lost_between_delete_and_rename_is_read_from_its_new_cop
 
 
 def test_prune_keeps_growth_bounded(tmp_path: Path, monkeypatch) -> None:
-    import eos_kafka_source.sink.decision_log as dl
+    import eos_kafka_source.sink.decisions.log as dl
 
     monkeypatch.setattr(dl, "_KEEP_DONE", 3)
     monkeypatch.setattr(dl, "_KEEP_LINEAGES", 2)
@@ -250,7 +250,7 @@ def test_two_drivers_creating_one_decision_at_once_exactly_one_wins(
     """Finding 7: on S3 the create was check-then-write, so both drivers "created" decision
     1 and the second overwrote the first (failed before the claim protocol: two winners).
     B gives up after a second while A's claim is fresh; A's decision stands."""
-    import eos_kafka_source.sink.decision_files as files
+    import eos_kafka_source.sink.decisions.files as files
 
     monkeypatch.setattr(files, "_WAIT_S", 1.0)
     assert len(_race(where, tmp_path, faults)) == 1
@@ -295,7 +295,7 @@ def test_a_crashed_drivers_candidate_is_broken_once_stale(
         s3_where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A driver killed between its candidate and its final leaves the candidate: the next
     driver waits for it to turn stale (store clock), breaks it and decides."""
-    import eos_kafka_source.sink.decision_files as files
+    import eos_kafka_source.sink.decisions.files as files
 
     monkeypatch.setattr(files, "_STALE_S", 1.0)
     log = DecisionLog(s3_where, "q")
@@ -312,7 +312,7 @@ def test_a_stalled_driver_whose_candidate_was_broken_does_not_write_its_decision
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A stalls past its deadline between its check and its write; B breaks A's stale
     candidate and decides; A, resumed, finds it past its deadline and does not overwrite."""
-    import eos_kafka_source.sink.decision_files as files
+    import eos_kafka_source.sink.decisions.files as files
 
     monkeypatch.setattr(files, "_CLAIM_S", 0.2)
     monkeypatch.setattr(files, "_STALE_S", 1.0)

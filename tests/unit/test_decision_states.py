@@ -1,10 +1,10 @@
-"""The decision state machine, by tables (sink/decision_states.py)."""
+"""The decision state machine, by tables (sink/decisions/states.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from eos_kafka_source.sink.decision_states import (
+from eos_kafka_source.sink.decisions.states import (
     TRANSITIONS,
     UNFINISHED,
     Event,

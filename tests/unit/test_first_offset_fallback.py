@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from eos_kafka_source.records import encode_batch, encode_control_batch
 from eos_kafka_source.records.header import iter_batches
-from eos_kafka_source.sink.first_offsets import first_batch_of
+from eos_kafka_source.sink.task.first_offsets import first_batch_of
 from eos_kafka_source.wire import ProducerIdentity
 
 ME = ProducerIdentity(producer_id=7, epoch=3)

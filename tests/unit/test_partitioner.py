@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from eos_kafka_source.errors import TopicNotFoundError
-from eos_kafka_source.sink.columns import Rows
-from eos_kafka_source.sink.partitioner import Router, take
+from eos_kafka_source.sink.task.columns import Rows
+from eos_kafka_source.sink.task.partitioner import Router, take
 
 
 def _rows(n: int, *, keys=None, topics=None, partitions=None) -> Rows:

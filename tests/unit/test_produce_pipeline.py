@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from eos_kafka_source.errors import ConnectionDroppedError, KafkaProtocolError, TimeoutError_
-from eos_kafka_source.sink.produce import Batch, ProducePipeline
+from eos_kafka_source.sink.task.produce import Batch, ProducePipeline
 
 TP = ("t", 0)
 #: A code, or (code, base offset), or an exception to raise.

@@ -7,14 +7,14 @@ import pyarrow as pa
 import pytest
 
 from eos_kafka_source.errors import ConnectionDroppedError, TimeoutError_, for_code
-from eos_kafka_source.sink.batching import (
+from eos_kafka_source.sink.task.batching import (
     BATCH_OVERHEAD,
     RECORD_OVERHEAD,
     pack_requests,
     record_sizes,
     split_by_bytes,
 )
-from eos_kafka_source.sink.produce import Verdict, verdict
+from eos_kafka_source.sink.task.produce import Verdict, verdict
 from eos_kafka_source.wire.retry import backoff_s, retriable, should_refind
 
 

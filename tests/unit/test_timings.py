@@ -37,9 +37,10 @@ def test_driver_side_sink_leaves_the_codec_unimported():
     """Spark starts new Python processes for streamWriter() and commit() every micro-batch:
     the sink's driver side must not import the task side's codec (pandas through
     pyarrow.compute, aiokafka), half of its import time."""
-    code = ("import sys, eos_kafka_source.sink.spark_writer, eos_kafka_source.sink.driver; "
+    code = ("import sys, eos_kafka_source.sink.spark_writer, "
+            "eos_kafka_source.sink.driver.protocol; "
             "print(sorted(m for m in ('pandas', 'aiokafka', 'pyarrow.compute', "
-            "'eos_kafka_source.sink.task_writer') if m in sys.modules))")
+            "'eos_kafka_source.sink.task.writer') if m in sys.modules))")
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout.strip()
     assert found == "[]"

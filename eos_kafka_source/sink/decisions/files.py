@@ -23,8 +23,8 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from ..errors import DecisionLogConflictError, DecisionLogFormatError
-from ..faults import fault_point
+from ...errors import DecisionLogConflictError, DecisionLogFormatError
+from ...faults import fault_point
 
 #: The file format this eoskafka writes (each file's ``"format"``; none means version 1).
 #: Older formats stay readable; a newer one is refused (docs/compatibility.md).
@@ -279,7 +279,7 @@ def _mtime(info: pafs.FileInfo) -> float:
 
 
 def _version() -> str:
-    from .. import __version__
+    from ... import __version__
 
     return f"eoskafka {__version__}"
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from ..wire import KafkaWire, ProducerIdentity, find_coordinators, init_producer_ids
-from ..wire.admin_txns import list_open_transactions
-from .naming import TransactionalIdFactory
+from ...wire import KafkaWire, ProducerIdentity, find_coordinators, init_producer_ids
+from ...wire.admin_txns import list_open_transactions
+from ..naming import TransactionalIdFactory
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import time
 
-from ..errors import PreviousWriteCompletedError
-from .decision_log import Decision
+from ...errors import PreviousWriteCompletedError
+from ..decisions.log import Decision
 
 
 def previous_write_completed(location: str, decisions: list[Decision | None]

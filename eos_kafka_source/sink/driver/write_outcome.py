@@ -11,15 +11,15 @@ Runs on: the driver (commit/abort worker).
 
 from __future__ import annotations
 
-from ..errors import TransactionLostError, TransactionOutcomeUnknownError, WriteCommittedError
-from ..faults import fault_point
-from ..wire import KafkaWire
+from ...errors import TransactionLostError, TransactionOutcomeUnknownError, WriteCommittedError
+from ...faults import fault_point
+from ...wire import KafkaWire
+from ..decisions.log import Decision
+from ..handoff import TxnHandoff
+from ..naming import TransactionalIdFactory
 from .claims import mark_write_aborted, write_committing
 from .committer import FinishReport, finish
-from .decision_log import Decision
 from .fencing import fence
-from .handoff import TxnHandoff
-from .naming import TransactionalIdFactory
 
 
 def abort_without_log(wire: KafkaWire, ids: TransactionalIdFactory, topic: str | None,

@@ -19,16 +19,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import (
+from ...errors import (
     InvalidTimestampError,
     KafkaProtocolError,
     RecordTooLargeError,
     TimeoutError_,
     for_code,
 )
-from ..wire import KafkaWire, produce_errors, produce_request
-from ..wire.retry import LOST_NODE, Deadline
-from ..wire.txn import produce_offsets
+from ...wire import KafkaWire, produce_errors, produce_request
+from ...wire.retry import LOST_NODE, Deadline
+from ...wire.txn import produce_offsets
 
 TopicPartition = tuple[str, int]
 

@@ -31,10 +31,10 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from ..errors import DecisionLogConflictError
-from .decision_files import FORMAT, DecisionFiles  # noqa: F401 - FORMAT re-exported
-from .decision_states import UNFINISHED, State
-from .handoff import TxnHandoff
+from ...errors import DecisionLogConflictError
+from ..handoff import TxnHandoff
+from .files import FORMAT, DecisionFiles  # noqa: F401 - FORMAT re-exported
+from .states import UNFINISHED, State
 
 _KEEP_DONE = 100  # finished decisions kept per lineage for inspection (eoskafka txns)
 _KEEP_LINEAGES = 100  # finished other lineages (older queries, batch writes) kept
@@ -403,6 +403,6 @@ def _when(stamp: float | None) -> str:
 
 def _as_uri(location: str) -> str:
     """A URI pyarrow opens: plain paths are local; Hadoop's ``s3a://`` is ``s3://``."""
-    from .lineage import pyarrow_uri
+    from ..lineage import pyarrow_uri
 
     return pyarrow_uri(location)

@@ -21,15 +21,15 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from ..errors import TransactionLostError, TransactionOutcomeUnknownError
-from ..faults import fault_point
-from ..wire import KafkaWire
+from ...errors import TransactionLostError, TransactionOutcomeUnknownError
+from ...faults import fault_point
+from ...wire import KafkaWire
+from ..decisions.log import Decision, DecisionLog
+from ..decisions.states import Event, State, transition
+from ..handoff import TxnHandoff
+from ..naming import TransactionalIdFactory
 from .committer import confirm, finish, outcome_unknown
-from .decision_log import Decision, DecisionLog
-from .decision_states import Event, State, transition
-from .handoff import TxnHandoff
 from .log_copy import copied_of, lost_of, read_lost, txn_key, unrecoverable_of, write_copy
-from .naming import TransactionalIdFactory
 
 log = logging.getLogger(__name__)
 

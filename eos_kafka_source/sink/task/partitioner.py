@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 from kafka.partitioner.default import murmur2
 
-from ..errors import TopicNotFoundError
+from ...errors import TopicNotFoundError
 from .columns import Rows
 
 TopicPartition = tuple[str, int]

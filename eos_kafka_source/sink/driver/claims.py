@@ -37,13 +37,13 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from ..acls import ABORTED_INFIX, CLAIM_SUFFIX
-from ..errors import IdPrefixClashError, NotAuthorizedError
-from ..faults import fault_point
-from ..wire import KafkaWire
-from ..wire.groups import commit_offset, fetch_offset
-from .decision_log import DecisionLog
-from .handoff import TxnHandoff
+from ...acls import ABORTED_INFIX, CLAIM_SUFFIX
+from ...errors import IdPrefixClashError, NotAuthorizedError
+from ...faults import fault_point
+from ...wire import KafkaWire
+from ...wire.groups import commit_offset, fetch_offset
+from ..decisions.log import DecisionLog
+from ..handoff import TxnHandoff
 
 _KEEP_REPLACED = 10  # replaced query ids remembered in the claim (metadata stays small)
 

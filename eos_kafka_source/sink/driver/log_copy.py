@@ -25,10 +25,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import TransactionOutcomeUnknownError
-from ..wire import KafkaWire
-from .handoff import TxnHandoff
-from .naming import TransactionalIdFactory
+from ...errors import TransactionOutcomeUnknownError
+from ...wire import KafkaWire
+from ..handoff import TxnHandoff
+from ..naming import TransactionalIdFactory
 from .txn_log import LogRecord, read_transaction
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def write_copy(wire: KafkaWire, ids: TransactionalIdFactory, plan: CopyPlan,
     could not be copied and the lost hand-offs themselves (a recovery that is itself lost
     starts again from them). InitProducerId on the recovery id first aborts whatever an
     earlier, unrecorded recovery left open there."""
-    from .task_writer import TaskWriter  # the codec: only when there is something to copy
+    from ..task.writer import TaskWriter  # the codec: only when there is something to copy
 
     writer = TaskWriter(wire, transactional_id=recovery_id(ids), topic=None,
                         transaction_timeout_ms=timeout_ms, batch_records=_BATCH_RECORDS,
@@ -152,7 +152,7 @@ def copied_of(recovery: TxnHandoff) -> list[tuple[str, str, int, int]]:
 
 
 def _arrow(records: list[LogRecord]) -> pa.RecordBatch:
-    """The columns TaskWriter takes (sink/columns.py), one row per record, in log order."""
+    """The columns TaskWriter takes (sink/task/columns.py), one row per record, in log order."""
     columns: dict[str, pa.Array] = {
         "topic": pa.array([r.topic for r in records], pa.string()),
         "partition": pa.array([r.partition for r in records], pa.int32()),

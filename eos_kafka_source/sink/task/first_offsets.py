@@ -24,9 +24,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from ..records.header import BatchHeader
-from ..wire import KafkaWire, LogCursor, ProducerIdentity, fetch_bounds
-from ..wire.admin_txns import txn_start_offsets
+from ...records.header import BatchHeader
+from ...wire import KafkaWire, LogCursor, ProducerIdentity, fetch_bounds
+from ...wire.admin_txns import txn_start_offsets
 
 log = logging.getLogger(__name__)
 

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 from kafka.record import MemoryRecords
 
-from ..errors import EosKafkaError, NotAuthorizedError, TransactionOutcomeUnknownError
-from ..faults import fault_point
-from ..records import control_is_commit
-from ..wire import KafkaWire, LogCursor, fetch_bounds
-from ..wire.cluster import fresh_leaders
-from .handoff import TxnHandoff
+from ...errors import EosKafkaError, NotAuthorizedError, TransactionOutcomeUnknownError
+from ...faults import fault_point
+from ...records import control_is_commit
+from ...wire import KafkaWire, LogCursor, fetch_bounds
+from ...wire.cluster import fresh_leaders
+from ..handoff import TxnHandoff
 
 _MARKER_WAIT_S = (0.05, 1.0)  # markers land a moment after EndTxn answers (Kafka)
 

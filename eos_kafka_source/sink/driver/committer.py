@@ -35,23 +35,23 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..errors import (
+from ...errors import (
     BrokerUnreachableError,
     ConnectionDroppedError,
     KafkaProtocolError,
     TimeoutError_,
     TransactionOutcomeUnknownError,
 )
-from ..faults import armed, fault_point
-from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, verify_txns
-from ..wire.txn import (
+from ...faults import armed, fault_point
+from ...wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, verify_txns
+from ...wire.txn import (
     COORDINATOR_MOVED,
     RETRY_IN_PLACE,
     EndTxnOutcome,
     EndTxnResult,
     coordinator_answers,
 )
-from .handoff import TxnHandoff
+from ..handoff import TxnHandoff
 from .txn_log import LogOutcome, read_transaction
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..errors import SchemaError
+from ...errors import SchemaError
 
 _ACCEPTED = {
     "value": "binary or string",

@@ -24,10 +24,10 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from ..errors import ReplayMismatchError
-from .decision_log import Decision
-from .handoff import TxnHandoff
-from .lineage import pyarrow_uri
+from ...errors import ReplayMismatchError
+from ..decisions.log import Decision
+from ..handoff import TxnHandoff
+from ..lineage import pyarrow_uri
 
 log = logging.getLogger(__name__)
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..faults import fault_point
-from ..wire import KafkaWire, ProducerIdentity
-from .decision_log import DecisionLog, PoolState
+from ...faults import fault_point
+from ...wire import KafkaWire, ProducerIdentity
+from ..decisions.log import DecisionLog, PoolState
+from ..naming import TransactionalIdFactory
 from .fencing import fence_identities, fence_lingering
 from .log_copy import recovery_id
-from .naming import TransactionalIdFactory
 
 log = logging.getLogger(__name__)
 

@@ -20,12 +20,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import NotAuthorizedError, RecordTooLargeError
-from ..faults import fault_point
-from ..records import encode_batch
-from ..records.arrow_encode import encode_arrow
-from ..records.header import pure_forced
-from ..wire import (
+from ...errors import NotAuthorizedError, RecordTooLargeError
+from ...faults import fault_point
+from ...records import encode_batch
+from ...records.arrow_encode import encode_arrow
+from ...records.header import pure_forced
+from ...wire import (
     TXN_PROTOCOL,
     KafkaWire,
     ProducerIdentity,
@@ -36,8 +36,9 @@ from ..wire import (
     init_producer_ids,
     require_topics,
 )
-from ..wire.cluster import fresh_leaders, topic_configs
-from ..wire.retry import Deadline
+from ...wire.cluster import fresh_leaders, topic_configs
+from ...wire.retry import Deadline
+from ..handoff import TxnHandoff
 from .batching import (
     BATCH_OVERHEAD,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -48,7 +49,6 @@ from .batching import (
 )
 from .columns import unpack
 from .first_offsets import find_first_offsets
-from .handoff import TxnHandoff
 from .partitioner import Router, take, take_arrow
 from .produce import Batch, ProducePipeline
 

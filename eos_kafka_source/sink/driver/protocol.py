@@ -1,6 +1,6 @@
 """The driver's side of the exactly-once protocol, as plain Python (no Spark).
 
-Spark calls ``streamWriter()`` in two driver-side places (DESIGN.md section 3):
+Spark calls ``streamWriter()`` in two driver-side places (docs/design.md, "Where each part runs"):
 the planning worker before a batch's tasks start, and a fresh commit/abort
 worker. ``prepare()`` belongs to the first only: it rolls unfinished decisions
 forward (invariant 2) and fences the pool when the last batch did not end
@@ -25,34 +25,31 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from ..errors import (
+from ...errors import (
     DecisionLogConflictError,
-    TimeoutError_,
     TransactionLostError,
 )
-from ..faults import fault_point
-from ..wire import KafkaWire
+from ...faults import fault_point
+from ...wire import KafkaWire
+from ..decisions.log import Decision, DecisionLog
+from ..decisions.states import UNFINISHED, Event, State, commit_event, transition
+from ..handoff import TxnHandoff
+from ..naming import TransactionalIdFactory
+from ..timings import Phases
+from .aborting import BATCH_WRITE, Aborting, mark_topic_of
 from .batch_identity import BatchIdentity, identity_of, refuse_other_batch
 from .claims import (
     claim_at_first_commit,
     claim_prefix,
-    clear_batch_aborted,
-    mark_batch_aborted,
-    mark_write_aborted,
     mark_write_committing,
 )
-from .committer import FinishReport, Liveness, confirm, finish, liveness, outcome_unknown
-from .decision_log import Decision, DecisionLog
-from .decision_states import UNFINISHED, Event, State, commit_event, transition
-from .handoff import TxnHandoff
+from .committer import FinishReport, Liveness, confirm, finish, outcome_unknown
 from .log_copy import txn_key
-from .naming import TransactionalIdFactory
 from .pool_upkeep import PoolOwner, clean_up, fence_pool
 from .previous_write import previous_write_completed
 from .recovery import Finished, Recovery, lost_error
-from .refusals import refuse_foreign, refuse_superseded
-from .timings import Phases
-from .write_outcome import abort_without_log, unknown_without_log, write_committed
+from .refusals import refuse_dead, refuse_foreign, refuse_superseded
+from .write_outcome import unknown_without_log
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +57,9 @@ log = logging.getLogger(__name__)
 #: the coordinator looks for timed-out transactions every
 #: transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s by default).
 _TIMEOUT_CHECK_SLACK_S = 15.0
-#: The batch id a batch write's decision is recorded under (its lineage is the write id).
-BATCH_WRITE = 0
 
 
-class DriverProtocol:
+class DriverProtocol(Aborting):
     """Recovery, commit, abort and fencing for one query's (or one batch write's) sink.
 
     ``owner`` fingerprints the decision log's location (the prefix claim's token),
@@ -163,24 +158,6 @@ class DriverProtocol:
             raise self._lost_error("a roll-forward", losses)
         if completed:
             raise previous_write_completed(self.decisions.location, completed)
-
-    def _clear_abort_marks(self, wire: KafkaWire, topic: str) -> None:
-        """After the fencing: an abort left the pool unclean, this is the restart, its
-        fencing has ended every earlier task's transaction, and its replay of the batch must
-        write. (Not only on a new run: a query restarted in the same session reuses the
-        planning worker, which then takes it for the same run.) The lineages come from the
-        pool state the abort wrote (finding 5: a planning worker that cannot read its
-        query id would otherwise never clear it), and this query's own."""
-        assert self.decisions is not None
-        pool = self.decisions.pool()
-        lineages = list(dict.fromkeys([*pool.marked, *([self.lineage] if self.lineage else [])]))
-        for lineage in lineages:
-            clear_batch_aborted(wire, self.ids.prefix, topic, lineage)
-        fault_point("prepare.after_clear_mark")
-        if pool.marked:
-            pool = self.decisions.pool()
-            pool.marked = [m for m in pool.marked if m not in lineages]
-            self.decisions.save_pool(pool)
 
     def _untold(self, completed: list[Decision | None]) -> list[Decision | None]:
         """Batch writes: the earlier writes finished here, and those an abort finished whose
@@ -319,7 +296,7 @@ class DriverProtocol:
                 fault_point("commit.before_decision")
                 decisions.decide(batch, decided,
                                  identity.to_json() if identity is not None else None)
-            elif not self.streaming and (topic := _mark_topic(self.mark_topic, handoffs)):
+            elif not self.streaming and (topic := mark_topic_of(self.mark_topic, handoffs)):
                 # No log: the broker keeps that this write started committing, so abort()
                 # never aborts a transaction whose commit may have reached Kafka.
                 mark_write_committing(wire, self.ids.prefix, topic, lineage)
@@ -410,117 +387,6 @@ class DriverProtocol:
 
     def _refuse_dead(self, wire: KafkaWire, batch_id: int,
                      handoffs: list[TxnHandoff]) -> Liveness:
-        """Before deciding: every transaction must still be live, or nothing is committed.
-        Returns what the check found (where their coordinators answered)."""
-        found = liveness(wire, handoffs, deadline_s=self.commit_deadline_s)
-        dead = found.dead
-        if dead:
-            self._raise_if_too_long(batch_id, dead)
-            raise TransactionLostError(
-                f"batch {batch_id}: {len(dead)} of its transactions were fenced after their "
-                "tasks handed them over (a zombie, another attempt or an operator's fence "
-                "re-initialised the id, or Kafka's transaction timeout aborted it); nothing "
-                "was committed, the batch fails and can run again: "
-                + "; ".join(f"{h.describe()}: {why}" for h, why in dead)
-            )
-        return found
-
-    def _raise_if_too_long(self, batch_id: int,
-                           dead: list[tuple[TxnHandoff, str]]) -> None:
-        """Fenced transactions of a batch that ran past the transaction timeout: Kafka
-        aborted them, and the replay (same offsets) would take as long: say so, once."""
         planned = self.decisions.planned_at() if self.decisions is not None else None
-        elapsed_s = time.time() - planned if planned else 0.0
-        if elapsed_s * 1000 < self.timeout_ms:
-            return  # younger than the timeout: fenced by a zombie or a retry, not by time
-        raise TimeoutError_(
-            f"batch {batch_id} ran {elapsed_s:.0f} s, longer than "
-            f"kafka.transaction.timeout.ms={self.timeout_ms}: Kafka aborted its "
-            f"{len(dead)} transaction(s) before the driver could commit them, nothing was "
-            "written. A replay reads the same offsets, so raise kafka.transaction.timeout.ms "
-            "(up to the broker's transaction.max.timeout.ms) before restarting, and lower "
-            "the source's maxOffsetsPerTrigger so later batches fit the timeout (a task only "
-            "stalled once will commit on replay): "
-            + "; ".join(f"{h.describe()}: {why}" for h, why in dead)
-        )
-
-    # -- abort ---------------------------------------------------------------------------------
-
-    def abort(self, batch_id: int | None, handoffs: list[TxnHandoff], tasks: int) -> None:
-        """Abort a batch's transactions; tolerate a batch that was already (being) committed.
-
-        Every transaction its decision stands for (decided and recovery ones) is rolled
-        forward first, never aborted (invariant 3; finding 3 of issue 15). Order of the
-        durable steps: pool not clean (and the lineage whose mark the restart clears),
-        the abort mark, roll-forward, abort, fence. A batch write it finishes raises
-        :class:`WriteCommittedError` (Spark reports the write failed; it is committed)."""
-        batch = BATCH_WRITE if batch_id is None else batch_id
-        lineage = self._lineage_of(handoffs)
-        with self.wire_factory() as wire:
-            if self.decisions is None:
-                abort_without_log(wire, self.ids, _mark_topic(self.mark_topic, handoffs),
-                                  lineage, handoffs, tasks,
-                                  self.timeout_ms, min(self.commit_deadline_s,
-                                                       wire.config.api_timeout_s))
-                return
-            decisions = self._view(lineage)
-            # Not clean first (finding 5): if anything below fails or meets an unknown
-            # outcome, the restart still fences the pool and clears the abort marks of the
-            # lineages recorded here (prepare), even where it cannot read its query id.
-            pool = self.decisions.pool()
-            pool.size = max(pool.size, tasks)
-            pool.clean = False
-            marking = self.streaming and batch_id is not None and bool(self.mark_topic) and \
-                bool(lineage)
-            if marking and lineage not in pool.marked:
-                pool.marked.append(lineage)
-            self.decisions.save_pool(pool)
-            self._mark_aborted(wire, batch, lineage, marking)
-            fault_point("abort.after_mark")
-            kept: set[str] = set()
-            finished: Decision | None = None
-            previous = decisions.get(batch)
-            if previous is not None:
-                if not self.streaming:
-                    decisions.mark_untold(batch)  # before the roll-forward: a crash keeps it
-                # commit() raised after the decision: it stands, roll it forward (an
-                # unknown outcome raises here, before any fencing could abort it).
-                state = previous.state
-                if state in UNFINISHED:
-                    state = self._finish(wire, previous).state
-                    previous = decisions.get(batch) or previous
-                kept = {txn_key(h) for h in previous.committing}
-                if not self.streaming:
-                    if state is State.VOID:
-                        decisions.told(batch)  # nothing of it committed: nothing to tell
-                    else:
-                        finished = previous
-            finish(wire, [h for h in handoffs if txn_key(h) not in kept],
-                   commit=False, deadline_s=wire.config.api_timeout_s)
-            # Failed or stopped tasks (None messages) may hold open transactions; every
-            # decision is finished by now, so no id holds one waiting to commit.
-            fence_pool(wire, self._pool_owner(), self.decisions.pool(), probe=False)
-            fault_point("abort.after_fence")
-            pool = self.decisions.pool()
-            pool.clean = False
-            self.decisions.save_pool(pool)
-        if finished is not None:
-            raise write_committed(finished, self.decisions.location)
-
-    def _mark_aborted(self, wire: KafkaWire, batch: int, lineage: str, marking: bool) -> None:
-        """The abort mark a late task checks (claims.py), before the fencing."""
-        if not self.streaming and self.mark_topic is not None:
-            mark_write_aborted(wire, self.ids.prefix, self.mark_topic, lineage)
-        elif marking:
-            assert self.mark_topic is not None
-            try:  # best effort: the fencing is what the guarantee rests on
-                mark_batch_aborted(wire, self.ids.prefix, self.mark_topic, lineage, batch)
-            except Exception:  # noqa: BLE001 - the abort goes on and fences
-                log.warning("eoskafka: could not mark batch %s aborted; a late task may hold "
-                            "a transaction open until the next start", batch, exc_info=True)
-
-
-def _mark_topic(topic: str | None, handoffs: list[TxnHandoff]) -> str | None:
-    """Where a batch write without a log keeps its "committing" mark: its ``topic`` option,
-    else the first topic its transactions wrote to (a ``topic`` column)."""
-    return topic or next((t for h in handoffs for t, _, _ in h.partitions), None)
+        return refuse_dead(wire, batch_id, handoffs, deadline_s=self.commit_deadline_s,
+                           timeout_ms=self.timeout_ms, planned_at=planned)

@@ -55,8 +55,9 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
                    help="run Apache Kafka (KRaft, JVM) instead of Tansu")
     p.add_argument("--nodes", type=int, choices=(1, 3), default=1,
                    help="with --kafka: 1 node, or 3 (replication 3, min.insync.replicas 2)")
-    p.add_argument("--kafka-version", choices=("4.3", "3.9"), default="4.3",
-                   help="with --kafka: 4.3 (default) or 3.9 (classic transaction protocol)")
+    p.add_argument("--kafka-version", choices=("4.4", "4.3", "3.9"), default="4.4",
+                   help="with --kafka: 4.4 (default, the reference), 4.3, or 3.9 (classic "
+                        "transaction protocol)")
     p.set_defaults(run=run)
 
 
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
 
 def _make(args: argparse.Namespace) -> EmbeddedBroker | KafkaCluster:
     if not args.kafka:
-        if args.nodes != 1 or args.kafka_version != "4.3":
+        if args.nodes != 1 or args.kafka_version != "4.4":
             raise c.UsageError("--nodes and --kafka-version need --kafka (Tansu is one node)")
         return EmbeddedBroker(port=args.port, storage=args.storage)
     if args.storage != "memory://tansu/":

@@ -225,7 +225,7 @@ def test_broker_command_runs_apache_kafka(unique: str) -> None:
             proc.kill()
             proc.wait()
         _, err = proc.communicate()
-    assert "Traceback" not in err and "Apache Kafka 4.3" in err
+    assert "Traceback" not in err and "Apache Kafka 4.4" in err
 
 
 @pytest.mark.parametrize("missing", ["java", "mvn"])

@@ -27,6 +27,8 @@ _CLIENT: ContextVar[tuple[str | None, str]] = ContextVar("eoskafka_client",
 #: Group names eoskafka derives from a transactional-id prefix (sink/driver/claims.py).
 CLAIM_SUFFIX = ".eoskafka-claim"
 ABORTED_INFIX = ".eoskafka-aborted."
+#: The transactional id a recovery copy is written on: ``<prefix>-recovery``.
+RECOVERY_SUFFIX = "recovery"
 
 _CODE_KIND = {29: "TOPIC", 30: "GROUP", 31: "CLUSTER", 53: "TRANSACTIONAL_ID"}
 _FLAG = {"TOPIC": "--topic", "GROUP": "--group", "TRANSACTIONAL_ID": "--transactional-id",
@@ -152,7 +154,7 @@ def _acl_name(kind: str, name: str) -> tuple[str, bool]:
     """The prefix eoskafka derived ``name`` from, when it did; else the name itself."""
     if kind == "TRANSACTIONAL_ID":
         head, _, tail = name.rpartition("-")
-        if head and tail.isdigit():
+        if head and (tail.isdigit() or tail == RECOVERY_SUFFIX):
             return head, True
     if kind == "GROUP":
         if name.endswith(CLAIM_SUFFIX):

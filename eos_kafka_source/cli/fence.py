@@ -4,7 +4,9 @@ Sends InitProducerId for ``<prefix>-0`` .. ``<prefix>-<N-1>``: each id's epoch i
 bumped, the transaction it held open is aborted and any zombie producer using
 it is fenced (the same step the sink's driver takes at query start, see
 ``eos_kafka_source.sink.driver.fencing``). ``--probe`` goes on past the pool like the
-driver does, until ``--probe-window`` ids in a row were never used.
+driver does: every open transaction under the prefix that Kafka lists (ListTransactions),
+past any gap, and ``<prefix>-recovery``; on a broker without that request (Tansu), ids
+past the pool until ``--probe-window`` in a row were never used.
 With ``--checkpoint`` the prefix and pool size come from the decision log, and
 the command refuses while a decided batch is undone (fencing would abort
 transactions that must be committed) unless ``--force``.
@@ -56,7 +58,8 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     src.add_argument("--checkpoint", metavar="PATH",
                      help="read prefix and pool size from the query's decision log")
     p.add_argument("--probe", action="store_true",
-                   help="also fence ids past the pool until --probe-window unused in a row")
+                   help="also fence open transactions past the pool (listed by Kafka; on a "
+                        "broker that cannot list them, ids until --probe-window unused in a row)")
     p.add_argument("--probe-window", type=int, default=4, metavar="K",
                    help="unused ids in a row that end probing (default 4)")
     p.add_argument("--dry-run", "-n", action="store_true",
@@ -109,16 +112,17 @@ def run(args: argparse.Namespace) -> int:
                            "probe": args.probe, "ids": ids, "fenced": [], "probed": [],
                            "used_beyond_pool": None, "undone": undone, "refused": refused}
     if not refused and not args.dry_run:
-        from ..sink.driver.fencing import fence, probe_beyond
+        from ..sink.driver.fencing import fence, fence_lingering
 
         config = c.client_config(args)
         with c.connect(config) as wire:
             epochs = fence(wire, ids, args.transaction_timeout_ms)
             doc["fenced"] = [{"transactional_id": t, "epoch": epochs[t]} for t in ids]
             if args.probe:
-                end, more = probe_beyond(wire, factory.for_task, size,
-                                         args.transaction_timeout_ms, window=args.probe_window)
-                order = sorted(more, key=factory.task_of)
+                end, more = fence_lingering(wire, factory, size, args.transaction_timeout_ms,
+                                            window=args.probe_window)
+                order = sorted(more, key=lambda t: (factory.task_of(t) is None,
+                                                    factory.task_of(t) or 0, t))
                 doc["probed"] = [{"transactional_id": t, "epoch": more[t].epoch} for t in order]
                 doc["used_beyond_pool"] = end
     if args.json:

@@ -32,6 +32,7 @@ from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.naming import TransactionalIdFactory
 from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
+from tests.brokers import ON_TANSU
 from tests.kafka_helpers import TxnWriter, create_topic, write_plain
 from tests.oracle import (
     assert_no_open_transactions,
@@ -369,7 +370,11 @@ def test_fence_probe_reaches_ids_past_the_pool(capsys, sink: Sink, bootstrap: st
     assert code == 0 and doc["used_beyond_pool"] == 6
     assert sink.ids.for_task(5) in {f["transactional_id"] for f in doc["probed"]}
     code, out, _ = cli(capsys, "fence", *prefix, "--probe")
-    assert code == 0 and "past the pool, ids up to" in out
+    # Kafka lists open transactions (ListTransactions): the first probe closed id 5's, so the
+    # second finds nothing open past the pool. Tansu cannot list them: probing by epochs
+    # counts every id the first probe bumped as used.
+    seen = "past the pool, ids up to" if ON_TANSU else "past the pool, no id was in use"
+    assert code == 0 and seen in out
     assert cli(capsys, "txns", "-b", bootstrap, "--topic", sink.topic)[0] == 0
     assert_no_open_transactions(bootstrap, sink.topic)
 

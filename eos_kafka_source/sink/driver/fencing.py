@@ -40,7 +40,7 @@ def fence_identities(
 
 def fence_lingering(
     wire: KafkaWire, ids: TransactionalIdFactory, start: int, timeout_ms: int, *,
-    known: Mapping[str, int] | None = None,
+    known: Mapping[str, int] | None = None, window: int = 4,
 ) -> tuple[int, dict[str, ProducerIdentity]]:
     """Fence every id under ``ids``' prefix at index ``start`` or beyond, and the recovery
     id ``<prefix>-recovery``, that may hold a transaction open. Returns (first index past
@@ -56,7 +56,8 @@ def fence_lingering(
     recovery = f"{ids.prefix}-recovery"
     listed = list_open_transactions(wire, _id_pattern(ids.prefix))
     if listed is None:
-        end, found = probe_beyond(wire, ids.for_task, start, timeout_ms, known=known)
+        end, found = probe_beyond(wire, ids.for_task, start, timeout_ms, known=known,
+                                  window=window)
         found.update(fence_identities(wire, [recovery], timeout_ms))
         return end, found
     indexes = {tid: ids.task_of(tid) for tid in listed}

@@ -25,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ...acls import RECOVERY_SUFFIX
 from ...errors import TransactionOutcomeUnknownError
 from ...wire import KafkaWire
 from ..handoff import TxnHandoff
@@ -33,15 +34,13 @@ from .txn_log import LogRecord, read_transaction
 
 log = logging.getLogger(__name__)
 
-#: The last part of the recovery transaction's id: not a number, so never a task's id
-#: (``TransactionalIdFactory.task_of``).
-RECOVERY_SUFFIX = "recovery"
 _BATCH_RECORDS = 10_000
 _HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
 def recovery_id(ids: TransactionalIdFactory) -> str:
-    """The query's recovery transactional id, ``<prefix>-recovery`` (fenced with the pool)."""
+    """The query's recovery transactional id, ``<prefix>-recovery`` (fenced with the pool):
+    its last part is not a number, so it is never a task's id (``TransactionalIdFactory``)."""
     return f"{ids.prefix}-{RECOVERY_SUFFIX}"
 
 

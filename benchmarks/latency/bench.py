@@ -37,6 +37,7 @@ from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.client_config import ClientConfig
 
 from ..common import load, ready_topic, unique
+from ..common.spark_home import installed_pyspark_home
 from . import floor
 from .probe import BUCKET_NS, Feeder, Watcher
 from .report import save
@@ -62,28 +63,6 @@ SPLIT_VARIANTS: dict[str, tuple[str, str, str | None]] = {
     floor.SIMPLE: ("", "", None),
 }
 TRIGGERS: dict[str, str | None] = {"default": None, "1 s": "1 second", "100 ms": "100 milliseconds"}
-
-
-def installed_pyspark_home(scratch: Path) -> Path:
-    """A SPARK_HOME whose Python workers import the installed pyspark, not pyspark.zip.
-
-    Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on every Python worker's path;
-    zipimport keeps no bytecode, so each new worker compiles pyspark again: ~0.95 s of CPU
-    against ~0.27 s from the installed package (measured). A Python data source gets new
-    workers every micro-batch, and on a loaded machine they missed Spark's 10 s (hard-coded)
-    connect-back. This home links everything but the zip (``--installed-pyspark``).
-    """
-    import pyspark
-
-    real = Path(pyspark.__file__).parent
-    home = scratch / "spark-home"
-    (home / "python" / "lib").mkdir(parents=True)
-    for entry in real.iterdir():
-        if entry.name != "python":
-            (home / entry.name).symlink_to(entry)
-    for z in (real / "python" / "lib").glob("py4j-*.zip"):
-        (home / "python" / "lib" / z.name).symlink_to(z)
-    return home
 
 
 def start_spark(timings: Path, spark_home: Path | None = None) -> Any:

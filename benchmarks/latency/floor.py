@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import SparkSession
 
-    from .bench import installed_pyspark_home
+    from ..common.spark_home import installed_pyspark_home
 
     scratch = Path(tempfile.mkdtemp(prefix="eoskafka-floor-"))
     if args.installed_pyspark:

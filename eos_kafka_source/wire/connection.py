@@ -104,7 +104,7 @@ class KafkaWire:
             protect((config.oauth.client_secret,))
             token_provider(config.oauth).token()  # a failure here names the option to fix
         if config.sasl_token_auth and config.sasl_username:
-            from .delegation import register_token_user  # adds SCRAM's tokenauth extension
+            from .token_scram import register_token_user  # adds SCRAM's tokenauth extension
 
             register_token_user(config.sasl_username)
         settings = config.to_kafka_python()

@@ -12,7 +12,7 @@ maximum lifetime (``delegation.token.max.lifetime.ms``, 7 days), after which a n
 (and a restart of the query with it) is needed.
 
 kafka-python 3.0 has neither the three requests nor SCRAM's ``tokenauth`` extension: the
-requests are declared here from Kafka's protocol (schemas/), and :class:`_TokenScram`
+requests are declared here from Kafka's protocol (schemas/), and :mod:`.token_scram`
 adds the extension for the user names this process registered as tokens.
 
 Runs on: the driver (create, renew, expire); the executors only sign in with the token.
@@ -29,8 +29,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.net.sasl import register_sasl_mechanism
-from kafka.net.sasl.scram import SaslMechanismScram
 from kafka.protocol.api_message import ApiMessage
 
 from ..client_config import ClientConfig
@@ -214,33 +212,3 @@ class TokenRenewer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-#: SCRAM user names this process signs in with as delegation tokens.
-_TOKEN_USERS: set[str] = set()
-
-
-def register_token_user(user: str) -> None:
-    _TOKEN_USERS.add(user)
-
-
-class _TokenScram(SaslMechanismScram):
-    """kafka-python's SCRAM, with the ``tokenauth=true`` extension in the client-first
-    message for a registered token user (RFC 5802 extensions are part of the signed
-    client-first-message-bare, as Kafka's ScramMessages writes them)."""
-
-    def __init__(self, **config: Any) -> None:
-        super().__init__(**config)
-        if config.get("sasl_plain_username") in _TOKEN_USERS:
-            client = self._scram_client
-
-            def first_message() -> bytes:
-                bare = b"n=" + client.user + b",r=" + client.nonce + b",tokenauth=true"
-                client.auth_message += bare
-                return b"n,," + bare
-
-            client.first_message = first_message
-
-
-register_sasl_mechanism("SCRAM-SHA-256", _TokenScram, overwrite=True)
-register_sasl_mechanism("SCRAM-SHA-512", _TokenScram, overwrite=True)

@@ -12,21 +12,21 @@ Runs on: the driver (commit worker; the mark clearing in the planning worker).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from ...faults import fault_point
 from ...wire import KafkaWire
-from ..decisions.log import Decision
+from ..decisions.log import Decision, DecisionLog
 from ..decisions.states import UNFINISHED, State
 from ..handoff import TxnHandoff
+from ..naming import TransactionalIdFactory
 from .claims import clear_batch_aborted, mark_batch_aborted, mark_write_aborted
 from .committer import finish
 from .log_copy import txn_key
-from .pool_upkeep import fence_pool
+from .pool_upkeep import PoolOwner, fence_pool
+from .recovery import Finished
 from .write_outcome import abort_without_log, write_committed
-
-if TYPE_CHECKING:
-    from .protocol import DriverProtocol
 
 log = logging.getLogger(__name__)
 #: The batch id a batch write's decision is recorded under (its lineage is the write id).
@@ -34,9 +34,31 @@ BATCH_WRITE = 0
 
 
 class Aborting:
-    """``abort()`` and the abort marks, mixed into :class:`DriverProtocol`."""
+    """``abort()`` and the abort marks, mixed into ``DriverProtocol`` (protocol.py), which
+    provides what is declared here."""
 
-    def abort(self: DriverProtocol, batch_id: int | None, handoffs: list[TxnHandoff],
+    ids: TransactionalIdFactory
+    decisions: DecisionLog | None
+    wire_factory: Callable[[], AbstractContextManager[KafkaWire]]
+    lineage: str | None
+    streaming: bool
+    mark_topic: str | None
+    timeout_ms: int
+    commit_deadline_s: float
+
+    def _view(self, lineage: str) -> DecisionLog:
+        raise NotImplementedError
+
+    def _finish(self, wire: KafkaWire, decision: Decision) -> Finished:
+        raise NotImplementedError
+
+    def _lineage_of(self, handoffs: list[TxnHandoff]) -> str:
+        raise NotImplementedError
+
+    def _pool_owner(self) -> PoolOwner:
+        raise NotImplementedError
+
+    def abort(self, batch_id: int | None, handoffs: list[TxnHandoff],
               tasks: int) -> None:
         """Abort a batch's transactions; tolerate a batch that was already (being) committed.
 
@@ -98,7 +120,7 @@ class Aborting:
         if finished is not None:
             raise write_committed(finished, self.decisions.location)
 
-    def _mark_aborted(self: DriverProtocol, wire: KafkaWire, batch: int, lineage: str,
+    def _mark_aborted(self, wire: KafkaWire, batch: int, lineage: str,
                       marking: bool) -> None:
         """The abort mark a late task checks (claims.py), before the fencing."""
         if not self.streaming and self.mark_topic is not None:
@@ -111,7 +133,7 @@ class Aborting:
                 log.warning("eoskafka: could not mark batch %s aborted; a late task may hold "
                             "a transaction open until the next start", batch, exc_info=True)
 
-    def _clear_abort_marks(self: DriverProtocol, wire: KafkaWire, topic: str) -> None:
+    def _clear_abort_marks(self, wire: KafkaWire, topic: str) -> None:
         """After the fencing: an abort left the pool unclean, this is the restart, its
         fencing has ended every earlier task's transaction, and its replay of the batch must
         write. (Not only on a new run: a query restarted in the same session reuses the

@@ -151,12 +151,13 @@ def test_driver_down_past_the_timeout_loss_is_named_once_and_shown_by_txns(
     restarted.driver.commit(0, [restarted.task(p, vals(f"again{p}", 5)) for p in range(2)],
                             tasks=2)  # the replay is aborted
     capsys.readouterr()
-    assert main(["txns", "--checkpoint", str(tmp_path / "ckpt"), "--json"]) == 0
+    # Exit 1: a loss recorded in the decision log is what `txns` alerts on (docs/operations.md).
+    assert main(["txns", "--checkpoint", str(tmp_path / "ckpt"), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     batch = next(b for b in doc["batches"] if b["batch_id"] == 0)
     assert batch["transactions_lost"] == 1 and batch["state"] == "done"
     assert any(sink.ids.for_task(1) in entry for entry in batch["lost"])
-    assert main(["txns", "--checkpoint", str(tmp_path / "ckpt")]) == 0
+    assert main(["txns", "--checkpoint", str(tmp_path / "ckpt")]) == 1
     assert "batch 0 lost:" in capsys.readouterr().out
     # Task 0's rows committed before the crash; task 1's are lost (not doubled).
     assert_once_on_kafka(restarted, Counter(vals("b0t0")))

@@ -2,7 +2,9 @@
 
 On Apache Kafka (the session broker checks for timed-out transactions every second), a
 copy query eoskafka -> eoskafka with ``kafka.transaction.timeout.ms`` of 6 s, and every
-produce batch of 5 records slowed by 1 s at the fault point ``write.after_batch``: the
+produce batch of 5 records slowed by 1 s at the fault point ``write.after_round`` (one
+produce round: the next batch of every partition; ``write.after_batch`` fires once per
+Arrow batch Spark hands the task, which made the stall depend on Spark's batching): the
 whole backlog (60 records) takes 12 s in one batch, twice the timeout.
 
 1. One batch reading the whole backlog (what a read without bound plans) is trapped:
@@ -54,7 +56,7 @@ def test_a_backlog_longer_than_the_transaction_timeout_drains_under_a_read_bound
     backlog = [f"r{i}".encode() for i in range(BACKLOG)]
     write_plain(bootstrap, source, backlog, partition=0)
     checkpoint = tmp_path / "chk"
-    faults("write.after_batch=sleep:1")
+    faults("write.after_round=sleep:1")
 
     trapped = _copy(spark, bootstrap, source, out, checkpoint, max_offsets=BACKLOG)
     with pytest.raises(StreamingQueryException) as failed:

@@ -82,7 +82,8 @@ POINTS: tuple[CrashPoint, ...] = (
 
 #: Points on the task side (executors): a killed task is Spark's retry, not a driver crash;
 #: named here so the source scan knows them, swept by the task-failure tests instead.
-TASK_POINTS: frozenset[str] = frozenset({"write.after_batch", "write.after_flush"})
+TASK_POINTS: frozenset[str] = frozenset({"write.after_batch", "write.after_round",
+                                         "write.after_flush"})
 
 #: Points tests use to act during a read (no durable step): not swept.
 READ_POINTS: frozenset[str] = frozenset({"recover.during_read"})

@@ -381,3 +381,4 @@ class TaskWriter:
                                          self._request_budget):
                 self.pipeline.send(leader, request)
         self.wire.flush()  # the broker appends these while the next batch is encoded
+        fault_point("write.after_round", task=self.context.get("task_partition"))

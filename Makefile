@@ -1,4 +1,6 @@
 # eoskafka: two commands for a newcomer, `make demo` and `make test`.
+# bash: `make test` runs its lanes with pipefail.
+SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -37,15 +39,26 @@ kafka-jars: setup
 ## representative smoke set (the sink protocol, the Spark `smoke` cases). `make
 ## test-tansu-all` (or `make test-fast`) runs everything on Tansu: the quick inner loop.
 ## Apache Kafka 4.3 (the previous release) and 3.9 (classic transaction protocol): the sink
-## protocol and wire tests. The four sets run two at a time (`make test TEST_JOBS=1`: one at
-## a time): most of their time is spent waiting on brokers, Spark's scheduler and
-## transaction timeouts, not computing. Each set has its own brokers and Spark session on
-## free ports and unique topic names, so they cannot meet. Lines of the two interleave;
-## each set ends with its own summary line.
-TEST_JOBS ?= 2
+## protocol and wire tests. The sets run in two lanes (`make test TEST_LANES=1`: one after
+## another): the Kafka 4.4 set in one, the Tansu, 4.3 and 3.9 sets in the other. Most of
+## their time is spent waiting on brokers, Spark's scheduler and transaction timeouts, not
+## computing; each set has its own brokers and Spark session on free ports and unique topic
+## names, so they cannot meet. Each output line starts with its lane; every set runs even
+## when another failed, and the last line gives each lane's exit status.
+TEST_LANES ?= 2
 test: setup lint kafka-jars
-	$(MAKE) --no-print-directory --keep-going -j$(TEST_JOBS) --output-sync=line \
-	  test-kafka test-tansu test-kafka43 test-kafka39
+ifeq ($(TEST_LANES),1)
+	$(MAKE) --no-print-directory --keep-going test-tansu test-kafka test-kafka43 test-kafka39
+else
+	@set -o pipefail; \
+	$(MAKE) --no-print-directory test-kafka 2>&1 | sed -u 's/^/[kafka 4.4] /' & kafka=$$!; \
+	( s=0; for t in test-tansu test-kafka43 test-kafka39; do \
+	    $(MAKE) --no-print-directory $$t || s=1; done; exit $$s ) 2>&1 \
+	  | sed -u 's/^/[tansu, 4.3, 3.9] /'; rest=$$?; \
+	wait $$kafka; kafka=$$?; \
+	echo "make test: the Kafka 4.4 lane exited $$kafka, the Tansu, 4.3 and 3.9 lane $$rest"; \
+	exit $$(( kafka || rest ))
+endif
 
 TANSU_SMOKE := tests/broker/test_sink_protocol.py tests/broker/test_tansu_quirks.py
 test-tansu: setup

@@ -33,7 +33,7 @@ def _tool(name: str) -> str:
     return found
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -55,7 +55,7 @@ class Kdc:
     def __init__(self, realm: str = REALM) -> None:
         self.realm = realm
         self.home = Path(tempfile.mkdtemp(prefix="eoskafka-kdc-"))
-        self.port = _free_port()
+        self.port = free_port()
         self.krb5_conf = self.home / "krb5.conf"
         self._proc: subprocess.Popen[bytes] | None = None
         self._env = {**os.environ, "KRB5_CONFIG": str(self.krb5_conf),

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 from typing import Any
 
@@ -44,6 +45,8 @@ _BASE = 2**32 - 1765328384
 _CLIENT_UNKNOWN, _SERVER_UNKNOWN, _PREAUTH_FAILED, _BAD_INTEGRITY, _SKEW = 6, 7, 24, 31, 37
 _KDC_UNREACH, _REALM_UNKNOWN, _KT_NOTFOUND, _CC_NOTFOUND = 156, 154, 181, 195
 _REALM_CANT_RESOLVE = 220
+
+_MINOR = re.compile(r"Minor \(\d+\): (.+)$")
 
 _LOGINS: dict[str, KerberosSettings] = {}
 _LOCK = threading.Lock()
@@ -103,7 +106,9 @@ def credentials(settings: KerberosSettings) -> Any:
 def _explain(exc: Any, settings: KerberosSettings, target: str | None = None) -> str:
     """The message for a failed Kerberos step, by MIT's error code."""
     code = int(getattr(exc, "min_code", 0) or 0) - _BASE
-    said = " ".join(str(exc).split())
+    text = " ".join(str(exc).split())
+    minor = _MINOR.search(text)  # MIT's own words; the GSS major code adds nothing
+    said = minor.group(1) if minor else text
     who, conf = settings.principal, settings.krb5_conf or os.environ.get(
         "KRB5_CONFIG", "/etc/krb5.conf")
     if code in (_KDC_UNREACH, _REALM_UNKNOWN, _REALM_CANT_RESOLVE):

@@ -86,12 +86,12 @@ def credentials(settings: KerberosSettings) -> Any:
     """Initiator credentials for ``settings.principal`` from its keytab, with a ticket
     from the KDC (asked now, so that a wrong keytab or an unreachable KDC fails here,
     naming the option to fix)."""
-    gssapi = _gssapi()
     _krb5_conf(settings)
     if not os.path.isfile(settings.keytab):
         raise KerberosError(f"{JAAS}: keyTab={settings.keytab!r} is not a file on this host "
                             f"(signing in as {settings.principal}); the keytab must be "
                             "readable at that path by the driver and every executor.")
+    gssapi = _gssapi()
     cache = hashlib.sha256(repr(settings).encode()).hexdigest()[:16]
     try:
         name = gssapi.Name(settings.principal, gssapi.NameType.kerberos_principal)

@@ -110,6 +110,14 @@ class Kdc:
                     *(f"ktadd -k {path} {self.principal(n)}" for n in names))
         return path
 
+    def tickets_issued(self, principal: str) -> int:
+        """How many initial tickets (TGTs) the KDC has issued to ``principal`` (its log)."""
+        who = f"{self.principal(principal)} for krbtgt/"
+        log = self.home / "kdc.log"
+        text = log.read_text() if log.exists() else ""
+        return sum(1 for line in text.splitlines() if "AS_REQ" in line and "ISSUE" in line
+                   and who in line)
+
     def kadmin(self, *commands: str) -> str:
         """``kadmin.local`` commands, run in one process (its ``-q`` runs only the last)."""
         out = self._run(_tool("kadmin.local"), "-r", self.realm,

@@ -15,7 +15,8 @@ Kafka's StandardAuthorizer with ``allow.everyone.if.no.acl.found=false`` and the
 docs/acls.md for the users of tests/broker/test_acls.py, each a Kerberos principal of the
 same name with its own keytab (Kafka's default principal-to-local rules make
 ``full@EOSKAFKA.TEST`` the Kafka user ``User:full``). :data:`CLIENT` is a super user: the
-exactly-once and delegation token tests. Other principals, for the refusals: :data:`STALE`
+exactly-once and delegation token tests; :data:`SHORT` gets tickets that expire within
+seconds. Other principals, for the refusals: :data:`STALE`
 (its keytab holds an old key: the principal was re-keyed after it was written),
 :data:`GONE` (deleted from the KDC after its keytab was written) and :data:`ELSEWHERE`
 (a keytab of another principal).
@@ -44,6 +45,8 @@ SERVICE = "kafka"
 BROKER_PRINCIPAL = "kafka/localhost"
 CLIENT = "eosclient"
 STALE, GONE, ELSEWHERE = "stale", "gone", "elsewhere"
+#: A principal whose tickets live :data:`SHORT_TICKET_S` seconds (its maxlife).
+SHORT, SHORT_TICKET_S = "shortlived", 3
 
 
 def krb5_jaas(principal: str, keytab: Path | str, **more: str) -> str:
@@ -86,6 +89,8 @@ def _principals(kdc: Kdc) -> dict[str, Path]:
     keytabs[GONE] = kdc.add(GONE)
     kdc.kadmin(f"delprinc -force {kdc.principal(GONE)}")
     keytabs[ELSEWHERE] = keytabs[CLIENT]  # a keytab without the principal that names it
+    keytabs[SHORT] = kdc.add(SHORT)
+    kdc.kadmin(f'modprinc -maxlife "{SHORT_TICKET_S} seconds" {kdc.principal(SHORT)}')
     return keytabs
 
 

@@ -4,11 +4,11 @@ line with a keytab, ``kafka.sasl.kerberos.service.name``, and the KDC's krb5.con
 ``kafka.sasl.kerberos.krb5.conf``.
 
 Covered here, below Spark: the sink's roles (driver and pickled tasks) exactly once and
-the source reading it back; the first error of each way a sign-in goes wrong (an old
-keytab, a principal the KDC does not know, a keytab without the principal, no keytab, no
-KDC, a wrong service name); docs/acls.md's ACLs for Kerberos principals; a delegation
-token obtained over Kerberos signing the tasks in. The streaming query through Spark is
-in tests/spark/test_kerberos_stream.py.
+the source reading it back; an expired ticket replaced from the keytab; the first error
+of each way a sign-in goes wrong (an old keytab, a principal the KDC does not know, a
+keytab without the principal, no keytab, no KDC, a wrong service name); docs/acls.md's
+ACLs for Kerberos principals; a delegation token obtained over Kerberos signing the
+tasks in. The streaming query through Spark is in tests/spark/test_kerberos_stream.py.
 """
 
 from __future__ import annotations
@@ -25,11 +25,19 @@ from eos_kafka_source.wire import KafkaWire, fetch_metadata
 from eos_kafka_source.wire.delegation import TokenRenewer, create_token, expire_token
 from eos_kafka_source.wire.kerberos import KerberosError
 from tests.broker import test_acls as matrix
-from tests.broker.test_oauth import _write_and_read
+from tests.broker.test_oauth import _until, _write_and_read
 from tests.kafka_helpers import create_topic
 from tests.kafka_security import assert_short_failure
 from tests.kdc import free_port
-from tests.kerberos_kafka import CLIENT, ELSEWHERE, GONE, STALE, KerberosKafka
+from tests.kerberos_kafka import (
+    CLIENT,
+    ELSEWHERE,
+    GONE,
+    SHORT,
+    SHORT_TICKET_S,
+    STALE,
+    KerberosKafka,
+)
 from tests.sink_harness import Harness, assert_once_on_kafka, vals
 
 pytestmark = pytest.mark.kafka_only
@@ -52,6 +60,22 @@ def test_sink_exactly_once_and_the_source_reads_it_back(kerberos_kafka: Kerberos
     create_topic(k.admin, out, partitions=2)  # the pickled roles of test_oauth, over GSSAPI
     read = _write_and_read(k.options(), out, tmp_path / "c2", sorted(expected))
     assert Counter(read) == expected
+
+
+def test_an_expired_ticket_is_replaced_from_the_keytab(kerberos_kafka: KerberosKafka) -> None:
+    """Tickets of SHORT live 3 s: a connection made after they expired signs in with a new
+    one that this process got from the keytab (the KDC issued it), as a long query's
+    tasks do day after day."""
+    kdc, options = kerberos_kafka.kdc, kerberos_kafka.options(SHORT)
+    assert kdc is not None
+    with KafkaWire(ClientConfig.from_options(options)) as wire:
+        fetch_metadata(wire, [])
+    issued = kdc.tickets_issued(SHORT)
+    assert issued >= 1
+    _until(SHORT_TICKET_S + 1)  # the ticket's lifetime passing is what is tested
+    with KafkaWire(ClientConfig.from_options(options)) as wire:
+        fetch_metadata(wire, [])
+    assert kdc.tickets_issued(SHORT) > issued
 
 
 def _first_error(options: dict[str, str]) -> str:

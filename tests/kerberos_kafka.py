@@ -9,6 +9,8 @@ listener      protocol         what it does
 ============  ===============  =============================================================
 ``KERBEROS``  SASL_PLAINTEXT   GSSAPI as ``kafka/localhost@EOSKAFKA.TEST`` (its keytab),
                                service name ``kafka``; SCRAM-SHA-512 for delegation tokens
+``KRB_TLS``   SASL_SSL         the same GSSAPI sign-in inside TLS (a test CA's certificate
+                               for 127.0.0.1, tests/kafka_security.py)
 ============  ===============  =============================================================
 
 Kafka's StandardAuthorizer with ``allow.everyone.if.no.acl.found=false`` and the ACLs of
@@ -38,6 +40,7 @@ import pytest
 from eos_kafka_source.apache_kafka import KafkaTools, ListenerSpec
 from tests.broker import test_acls as matrix
 from tests.kafka_clusters import kafka_for_tests
+from tests.kafka_security import make_certificates
 from tests.kdc import Kdc, krb5_conf
 
 KRB5 = "com.sun.security.auth.module.Krb5LoginModule"
@@ -60,14 +63,18 @@ class KerberosKafka(matrix.AclKafka):
     kdc: Kdc | None = None
     #: Kafka user (principal without realm) -> its keytab.
     keytabs: dict[str, Path] | None = None
+    ca: Path | None = None  # KRB_TLS's CA (PEM)
 
     def options(self, user: str = CLIENT, keytab: Path | str | None = None,
-                **more: str) -> dict[str, str]:
+                listener: str = "KERBEROS", **more: str) -> dict[str, str]:
         """``kafka.*`` options as a Spark job writes them for Kafka's Java client."""
         assert self.kdc is not None and self.keytabs is not None
         keytab = keytab if keytab is not None else self.keytabs[user]
-        return {"kafka.bootstrap.servers": self.cluster.listener_bootstrap("KERBEROS"),
-                "kafka.security.protocol": "SASL_PLAINTEXT",
+        tls = ({"kafka.security.protocol": "SASL_SSL", "kafka.ssl.truststore.type": "PEM",
+                "kafka.ssl.truststore.location": str(self.ca)} if listener == "KRB_TLS"
+               else {"kafka.security.protocol": "SASL_PLAINTEXT"})
+        return {"kafka.bootstrap.servers": self.cluster.listener_bootstrap(listener),
+                **tls,
                 "kafka.sasl.mechanism": "GSSAPI",
                 "kafka.sasl.kerberos.service.name": SERVICE,
                 "kafka.sasl.kerberos.krb5.conf": str(self.kdc.krb5_conf),
@@ -101,14 +108,20 @@ def kerberos_kafka() -> Iterator[KerberosKafka]:
         broker_keytab = kdc.add(BROKER_PRINCIPAL)
         keytabs = _principals(kdc)
         kdc.kinit(CLIENT, keytabs[CLIENT])  # the KDC answers
-        listener = ListenerSpec("KERBEROS", "SASL_PLAINTEXT", {
-            "sasl.enabled.mechanisms": "GSSAPI,SCRAM-SHA-512",
-            "gssapi.sasl.jaas.config": krb5_jaas(kdc.principal(BROKER_PRINCIPAL),
-                                                 broker_keytab),
-            "scram-sha-512.sasl.jaas.config":
-                "org.apache.kafka.common.security.scram.ScramLoginModule required;"})
+        gssapi = {"sasl.enabled.mechanisms": "GSSAPI",
+                  "gssapi.sasl.jaas.config": krb5_jaas(kdc.principal(BROKER_PRINCIPAL),
+                                                       broker_keytab)}
+        certs = make_certificates(kdc.home / "tls")
+        listeners = [
+            ListenerSpec("KERBEROS", "SASL_PLAINTEXT", {
+                **gssapi, "sasl.enabled.mechanisms": "GSSAPI,SCRAM-SHA-512",
+                "scram-sha-512.sasl.jaas.config":
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"}),
+            ListenerSpec("KRB_TLS", "SASL_SSL", {
+                **gssapi, "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": str(certs["server_keystore"])})]
         cluster = kafka_for_tests(
-            1, listeners=[listener],
+            1, listeners=listeners,
             extra={"sasl.kerberos.service.name": SERVICE,
                    "authorizer.class.name":
                        "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -119,6 +132,6 @@ def kerberos_kafka() -> Iterator[KerberosKafka]:
         with cluster:
             admin = cluster.bootstrap_servers
             matrix.prepare(admin)
-            yield KerberosKafka(cluster, admin, kdc, keytabs)
+            yield KerberosKafka(cluster, admin, kdc, keytabs, certs["ca"])
             assert KafkaTools(admin).open_transactions() == []
 

@@ -4,11 +4,12 @@ line with a keytab, ``kafka.sasl.kerberos.service.name``, and the KDC's krb5.con
 ``kafka.sasl.kerberos.krb5.conf``.
 
 Covered here, below Spark: the sink's roles (driver and pickled tasks) exactly once and
-the source reading it back; an expired ticket replaced from the keytab; the first error
-of each way a sign-in goes wrong (an old keytab, a principal the KDC does not know, a
-keytab without the principal, no keytab, no KDC, a wrong service name); docs/acls.md's
-ACLs for Kerberos principals; a delegation token obtained over Kerberos signing the
-tasks in. The streaming query through Spark is in tests/spark/test_kerberos_stream.py.
+the source reading it back, on SASL_PLAINTEXT and SASL_SSL; an expired ticket replaced
+from the keytab; the first error of each way a sign-in goes wrong (an old keytab, a
+principal the KDC does not know, a keytab without the principal, no keytab, no KDC, a
+wrong service name); docs/acls.md's ACLs for Kerberos principals; a delegation token
+obtained over Kerberos signing the tasks in. The streaming query through Spark is in
+tests/spark/test_kerberos_stream.py.
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ def test_sink_exactly_once_and_the_source_reads_it_back(kerberos_kafka: Kerberos
     create_topic(k.admin, out, partitions=2)  # the pickled roles of test_oauth, over GSSAPI
     read = _write_and_read(k.options(), out, tmp_path / "c2", sorted(expected))
     assert Counter(read) == expected
+
+
+def test_sasl_ssl_signs_in_with_kerberos_inside_tls(kerberos_kafka: KerberosKafka,
+                                                    unique: str, tmp_path: Path) -> None:
+    """The same sign-in on a SASL_SSL listener: TLS checks the broker's certificate for
+    127.0.0.1, Kerberos its principal kafka/localhost."""
+    options = kerberos_kafka.options(listener="KRB_TLS")
+    create_topic(kerberos_kafka.admin, unique, partitions=2)
+    values = [f"tls{i}".encode() for i in range(20)]
+    assert sorted(_write_and_read(options, unique, tmp_path / "c", values)) == sorted(values)
 
 
 def test_an_expired_ticket_is_replaced_from_the_keytab(kerberos_kafka: KerberosKafka) -> None:

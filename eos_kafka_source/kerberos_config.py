@@ -55,8 +55,11 @@ _REFUSED = {
 #: Krb5LoginModule options accepted without effect (what the JVM would do with them either
 #: does not apply to a client, or MIT Kerberos does by itself; its tracing: KRB5_TRACE).
 _IGNORED = frozenset({"storeKey", "doNotPrompt", "refreshKrb5Config", "debug",
-                      "isInitiator", "serviceName"})
-_KEYTAB = ("useKeyTab", "keyTab", "principal")
+                      "isInitiator"})
+#: Read here (``serviceName``: when ``kafka.sasl.kerberos.service.name`` is not set, as Java).
+_READ = frozenset({"useKeyTab", "keyTab", "principal", "serviceName"})
+_FLAGS = frozenset({"useKeyTab", "useTicketCache", "renewTGT", "useFirstPass", "tryFirstPass",
+                    "storePass", "clearPass"}) | _IGNORED
 
 
 @dataclass(frozen=True)
@@ -94,11 +97,10 @@ def parse_kerberos(kafka: Mapping[str, str], jaas_module: str | None,
                           f"write it as {JAAS_HELP}")
     for key, value in jaas_pairs.items():
         flag = value.strip().lower()
-        if key not in _REFUSED and key not in _IGNORED and key not in _KEYTAB:
+        if key not in _REFUSED and key not in _IGNORED and key not in _READ:
             raise ConfigError(f"{JAAS}: Krb5LoginModule option {key!r} is not known to "
                               f"eoskafka; remove it. Write the line as {JAAS_HELP}")
-        if key not in _KEYTAB and key not in ("ticketCache", "serviceName") and (
-                flag not in ("true", "false")):
+        if key in _FLAGS and flag not in ("true", "false"):
             raise ConfigError(f"{JAAS}: {key} must be true or false, got {value!r}.")
         if key in _REFUSED and (flag == "true" or key == "ticketCache"):
             raise ConfigError(f"{JAAS}: {key}={value} is not supported by eoskafka: "

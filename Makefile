@@ -65,8 +65,15 @@ $(KRB_STAMP): $(STAMP)
 ## representative smoke set (the sink protocol, the Spark `smoke` cases). `make
 ## test-tansu-all` (or `make test-fast`) runs everything on Tansu: the quick inner loop.
 ## Apache Kafka 4.3 (the previous release) and 3.9 (classic transaction protocol): the sink
-## protocol and wire tests.
-test: setup lint kafka-jars test-tansu test-kafka test-kafka43 test-kafka39
+## protocol and wire tests. The four sets run two at a time (`make test TEST_JOBS=1`: one at
+## a time): most of their time is spent waiting on brokers, Spark's scheduler and
+## transaction timeouts, not computing. Each set has its own brokers and Spark session on
+## free ports and unique topic names, so they cannot meet. Lines of the two interleave;
+## each set ends with its own summary line.
+TEST_JOBS ?= 2
+test: setup lint kafka-jars
+	$(MAKE) --no-print-directory --keep-going -j$(TEST_JOBS) --output-sync=line \
+	  test-kafka test-tansu test-kafka43 test-kafka39
 
 TANSU_SMOKE := tests/broker/test_sink_protocol.py tests/broker/test_tansu_quirks.py
 test-tansu: setup

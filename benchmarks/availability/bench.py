@@ -2,16 +2,16 @@
 
     python -m benchmarks.availability [--kinds K,..] [--moments M,..] [--seed S] [--short]
 
-One 3-node Apache Kafka 4.3 (KRaft, each node broker and controller, replication 3,
-``min.insync.replicas`` 2) and one SparkSession serve a schedule of (fault kind, moment)
-cells (:mod:`.faults`, :mod:`.runner`). Each cell runs the same copy
-job twice, with ``format("kafka")`` (Spark's connector, at-least-once) and with
-``format("eoskafka")``, each on fresh topics and a fresh checkpoint, the cluster whole (every
-replica in sync) before each run. Per run: query failures (a ``StreamingQueryException``
-or a ``start()`` that raised: the query is started again from its checkpoint), the longest
-stall, and the output judged against the input from the log's markers (duplicates, missing
-records; for eoskafka also partitions whose LSO stays below the high watermark: a transaction
-left open).
+One 3-node Apache Kafka (the reference release; KRaft, each node broker and controller,
+replication 3, ``min.insync.replicas`` 2) and one SparkSession serve a schedule of (fault
+kind, moment) cells (:mod:`.faults`, :mod:`.runner`). Each cell runs the same copy job
+twice, with ``format("kafka")`` (Spark's connector, at-least-once) and with
+``format("eoskafka")``, each on fresh topics and a fresh checkpoint, the cluster whole
+(every replica in sync) before each run. Per run: query failures (a
+``StreamingQueryException`` or a ``start()`` that raised: the query is started again from
+its checkpoint), the longest stall, and the output judged against the input from the log's
+markers (duplicates, missing records; for eoskafka also partitions whose LSO stays below
+the high watermark: a transaction left open).
 
 Writes ``bench-results/availability.md`` and ``.json``: faults by kind x moment, failures
 and longest stall per connector.
@@ -36,6 +36,7 @@ from eos_kafka_source.apache_kafka import KafkaCluster  # noqa: E402
 from eos_kafka_source.apache_kafka.spark_connector import connector_version, spark_jars  # noqa: E402
 from eos_kafka_source.wire.cluster import create_topic  # noqa: E402
 
+from ..common import KAFKA_LABEL, KAFKA_VERSION  # noqa: E402
 from .faults import KINDS, settled, wait_whole, wire_for  # noqa: E402
 from .runner import MOMENTS, PARTITIONS, RECORDS, Run, RunResult  # noqa: E402
 
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"{len(schedule)} cells x {len(connectors)} connectors: {schedule}", flush=True)
     with tempfile.TemporaryDirectory(prefix="eoskafka-availability-") as tmp, \
-            KafkaCluster(nodes=3, version="4.3", workdir=f"{tmp}/kafka",
+            KafkaCluster(nodes=3, version=KAFKA_VERSION, workdir=f"{tmp}/kafka",
                          ready_timeout_s=300) as kafka:
         work = Path(tmp)
         faults_file = work / "faults.spec"
@@ -281,7 +282,7 @@ def write(results: list[RunResult], args: argparse.Namespace, started: str, seco
         when = f"The runs of {', '.join(args.merge)} (benchmarks/availability)"
     header = (f"{when}: "
               f"pyspark {pyspark.__version__} local[2,4], spark-sql-kafka-0-10_2.13 "
-              f"{connector_version()}, Apache Kafka 4.3.1, 3 nodes (replication 3, "
+              f"{connector_version()}, {KAFKA_LABEL}, 3 nodes (replication 3, "
               f"min.insync.replicas 2). Per run a backlog of {RECORDS:,} records in "
               f"{PARTITIONS} partitions, 100 per batch, 1 s trigger, until a batch "
               "finished after the fault was lifted. A cell reads `failures / longest stall` "

@@ -33,7 +33,7 @@ from eos_kafka_source.apache_kafka.jars import cache_root
 from eos_kafka_source.apache_kafka.spark_connector import connector_version, spark_jars
 from eos_kafka_source.client_config import ClientConfig
 
-from ..common import ready_topic
+from ..common import KAFKA_LABEL, KAFKA_VERSION, ready_topic
 from ..throughput.versus import into_readme
 
 ROOT = Path(__file__).parents[2]
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes: list[Outcome] = []
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     with tempfile.TemporaryDirectory(prefix="eoskafka-contrast-") as tmp, \
-            KafkaCluster(nodes=1, version="4.3") as kafka:
+            KafkaCluster(nodes=1, version=KAFKA_VERSION) as kafka:
         bootstrap = kafka.bootstrap_servers
         cfg = ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap})
         src = ready_topic(cfg, "input", PARTITIONS)
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
 
     header = [f"Measured {started} by `make contrast` (benchmarks/availability/contrast.py): "
               f"pyspark {pyspark.__version__} local[2,3], spark-sql-kafka-0-10_2.13 "
-              f"{connector_version()}, Apache Kafka 4.3.1 (1 node). Input: "
+              f"{connector_version()}, {KAFKA_LABEL} (1 node). Input: "
               f"{PARTITIONS * RECORDS_PER_PARTITION:,} distinct values, read in 3 batches of "
               "2,000 by Spark's Kafka source; output counted with kafka-python's KafkaConsumer "
               "(read_committed)."]

@@ -16,6 +16,9 @@ from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.errors import KafkaProtocolError, TopicNotFoundError
 from eos_kafka_source.wire import KafkaWire, create_topic, fetch_bounds, fetch_metadata, leader_of
 
+#: The Apache Kafka the benchmarks start (the reference release; docs/compatibility.md).
+KAFKA_VERSION = "4.4"
+KAFKA_LABEL = "Apache Kafka 4.4.0"
 VALUE_SIZE = 100
 #: Rows per Arrow batch handed to a sink task (Spark's arrow.maxRecordsPerBatch default).
 SINK_BATCH_ROWS = 10_000

@@ -36,7 +36,7 @@ from typing import Any
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.client_config import ClientConfig
 
-from ..common import load, ready_topic, unique
+from ..common import KAFKA_LABEL, KAFKA_VERSION, load, ready_topic, unique
 from ..common.spark_home import installed_pyspark_home
 from . import floor
 from .probe import BUCKET_NS, Feeder, Watcher
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         "steps": f"{args.step:.0f} s per rate, first {args.settle:.0f} s not counted",
         "Spark": f"pyspark {pyspark.__version__}, local[2]",
         "connector": f"spark-sql-kafka-0-10_2.13 {connector_version()}",
-        "broker": "Apache Kafka 4.3.1, 1 node (KRaft)", "cores": os.cpu_count(),
+        "broker": f"{KAFKA_LABEL}, 1 node (KRaft)", "cores": os.cpu_count(),
         "uptime at start": os.popen("uptime").read().strip(),
         "Python workers import": "the installed pyspark" if args.installed_pyspark
         else "pyspark.zip (Spark's default)"}
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     failed: list[str] = []
     spark = None
     try:
-        with KafkaCluster(nodes=1, version="4.3") as kafka:
+        with KafkaCluster(nodes=1, version=KAFKA_VERSION) as kafka:
             cfg = ClientConfig.from_options({"kafka.bootstrap.servers": kafka.bootstrap_servers})
             spark = start_spark(timings, installed_pyspark_home(scratch)
                                 if args.installed_pyspark else None)

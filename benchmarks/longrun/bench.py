@@ -1,7 +1,7 @@
 """Long life: one exactly-once query for many small micro-batches, sampled over time.
 
 ``python -m benchmarks.longrun --batches 10000`` (``make bench-longrun BATCHES=N``). One
-Apache Kafka 4.3 node; a feeder thread writes small committed transactions to a
+Apache Kafka node (the reference release); a feeder thread writes small committed transactions to a
 2-partition input topic, keeping a small backlog ahead of the query; the query is
 eoskafka (read_committed) → eoskafka exactly-once sink, ``local[2]``, trigger
 ``processingTime`` ``--trigger-ms`` (0: back to back), ``maxOffsetsPerTrigger``
@@ -35,7 +35,7 @@ from typing import Any
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.apache_kafka.tools import KafkaTools
 
-from ..common import client, ready_topic
+from ..common import KAFKA_VERSION, client, ready_topic
 from . import probes
 from .report import save
 
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     args.deadline = _deadline(args.stop_at)
     # SIGTERM unwinds like an exception, so the query, Spark and the broker are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with KafkaCluster(nodes=1, version="4.3") as kafka:
+    with KafkaCluster(nodes=1, version=KAFKA_VERSION) as kafka:
         spark = start_spark()
         run = Run(spark, kafka, args)
         query = run.start()

@@ -1,12 +1,13 @@
 """Per-batch growth without Spark: the hooks of one micro-batch, called in a loop.
 
-``python -m benchmarks.longrun loop BATCHES`` starts one Apache Kafka 4.3 node and runs
-BATCHES micro-batches in this one process the way Spark's long-lived workers call them:
-the stream reader's ``latestOffset``/``partitions``/``commit`` (the planning worker),
-``streamWriter()`` per batch (its worker is reused), the tasks' ``read``/``write`` and the
-writer's ``commit``. Every ``--every`` batches it prints Python heap (tracemalloc), open
-files, threads and RSS, and at the end the allocation sites that grew most since the
-warm-up: a leak that takes hours to show in RSS under Spark shows here in minutes.
+``python -m benchmarks.longrun loop BATCHES`` starts one Apache Kafka node (the reference
+release) and runs BATCHES micro-batches in this one process the way Spark's long-lived
+workers call them: the stream reader's ``latestOffset``/``partitions``/``commit`` (the
+planning worker), ``streamWriter()`` per batch (its worker is reused), the tasks'
+``read``/``write`` and the writer's ``commit``. Every ``--every`` batches it prints Python
+heap (tracemalloc), open files, threads and RSS, and at the end the allocation sites that
+grew most since the warm-up: a leak that takes hours to show in RSS under Spark shows here
+in minutes.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from eos_kafka_source.broker import EmbeddedBroker
 from eos_kafka_source.datasource import EosKafkaDataSource
 from eos_kafka_source.sink.spark_writer import EosKafkaStreamWriter, _Writer
 
-from ..common import client, ready_topic
+from ..common import KAFKA_VERSION, client, ready_topic
 from .bench import PARTITIONS, Feeder
 
 
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--broker", choices=("kafka", "tansu"), default="kafka",
                     help="tansu: the embedded broker (light; Python-side growth only)")
     args = ap.parse_args(argv)
-    broker = (KafkaCluster(nodes=1, version="4.3") if args.broker == "kafka"
+    broker = (KafkaCluster(nodes=1, version=KAFKA_VERSION) if args.broker == "kafka"
               else EmbeddedBroker())
     with broker as kafka:
         cfg = client(kafka.bootstrap_servers)

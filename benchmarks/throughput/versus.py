@@ -33,7 +33,7 @@ from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.apache_kafka.spark_connector import connector_version, spark_jars
 from eos_kafka_source.client_config import ClientConfig
 
-from ..common import load, ready_topic, unique
+from ..common import KAFKA_LABEL, KAFKA_VERSION, load, ready_topic, unique
 from .sink import COMMIT_TASK_RECORDS, OUTPUT_PARTITIONS, EosSink, task_records
 
 DEFAULT_OUT = Path("bench-results/versus.md")
@@ -138,8 +138,11 @@ class Bench:
     def pipeline(self, fmt: str, source: str, codec: str) -> None:
         """Kafka -> Spark -> Kafka, streaming, AvailableNow over the whole input topic."""
         out = self.topic(f"e2e-out-{fmt}")
+        # One batch for both: eoskafka caps a streaming read at 1,000,000 offsets a trigger by
+        # default, Spark's connector does not.
         r = (self.spark.readStream.format(fmt).option("kafka.bootstrap.servers", self.bootstrap)
-             .option("subscribe", source).option("startingOffsets", "earliest").load())
+             .option("subscribe", source).option("startingOffsets", "earliest")
+             .option("maxOffsetsPerTrigger", str(self.records)).load())
         w = (r.selectExpr("key", "value").writeStream.format(fmt)
              .option("kafka.bootstrap.servers", self.bootstrap).option("topic", out)
              .option("checkpointLocation", str(self.scratch / unique("chk")))
@@ -311,12 +314,12 @@ def main(argv: list[str] | None = None) -> int:
            "records": f"{args.records:,} × 100 B in {PARTITIONS} partitions",
            "runs": args.runs, "Spark": f"pyspark {pyspark.__version__}, local[2]",
            "connector": f"spark-sql-kafka-0-10_2.13 {connector_version()}",
-           "broker": "Apache Kafka 4.3.1, 1 node (KRaft)", "cores": os.cpu_count(),
+           "broker": f"{KAFKA_LABEL}, 1 node (KRaft)", "cores": os.cpu_count(),
            "load at start": f"{load():.1f}"}
     measures: list[Measure] = []
     spark = None
     try:
-        with KafkaCluster(nodes=1, version="4.3") as kafka:
+        with KafkaCluster(nodes=1, version=KAFKA_VERSION) as kafka:
             cfg = ClientConfig.from_options({"kafka.bootstrap.servers":
                                              kafka.bootstrap_servers})
             print("driver commit on Kafka", flush=True)

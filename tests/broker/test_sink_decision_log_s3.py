@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from eos_kafka_source.faults import InjectedFault
-from tests.chaos.broker import BUCKET, S3Server
+from tests.chaos.broker import BUCKET, S3Server, s3_for_pyarrow
 from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions
@@ -43,20 +43,8 @@ h.driver.commit(0, [h.task(p, vals(f"t{p}")) for p in range(3)], tasks=3)
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    server = S3Server(tmp_path_factory.mktemp("s3")).start()
-    env = {"AWS_ENDPOINT_URL": server.endpoint, "AWS_ACCESS_KEY_ID": "x",
-           "AWS_SECRET_ACCESS_KEY": "x", "AWS_REGION": "us-east-1"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # pyarrow's S3 filesystem reads these (here and in the child)
-    try:
+    with s3_for_pyarrow(tmp_path_factory.mktemp("s3")) as server:  # read here and in the child
         yield server
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        server.stop()
 
 
 def test_decision_log_on_s3_rolls_forward_after_driver_kill(bootstrap, unique, s3) -> None:

@@ -7,11 +7,14 @@ memory for the whole run (it is never killed); only the broker is.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from eos_kafka_source.apache_kafka import KafkaCluster
@@ -62,6 +65,26 @@ class S3Server:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait(timeout=10)
+
+
+@contextmanager
+def s3_for_pyarrow(work: Path) -> Iterator[S3Server]:
+    """A started :class:`S3Server`, with the environment pyarrow's S3 filesystem reads (in
+    this process and the children it starts) pointing at it; both undone on exit."""
+    server = S3Server(work).start()
+    env = {"AWS_ENDPOINT_URL": server.endpoint, "AWS_ACCESS_KEY_ID": "x",
+           "AWS_SECRET_ACCESS_KEY": "x", "AWS_REGION": "us-east-1"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield server
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.stop()
 
 
 def durable_broker(s3: S3Server, work: Path) -> EmbeddedBroker:

@@ -145,7 +145,6 @@ def test_prune_keeps_growth_bounded(tmp_path: Path, monkeypatch) -> None:
 
     monkeypatch.setattr(dl, "_KEEP_DONE", 3)
     monkeypatch.setattr(dl, "_KEEP_LINEAGES", 2)
-    import os
 
     for age, lineage in enumerate(("w1", "w2", "w3", "w4")):  # four finished batch writes
         other = DecisionLog(str(tmp_path), lineage)
@@ -182,22 +181,10 @@ def test_query_id_from_the_checkpoint_metadata(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A local S3 server (moto) for this module; pyarrow's S3 filesystem reads the env."""
-    from tests.chaos.broker import BUCKET, S3Server
+    from tests.chaos.broker import BUCKET, s3_for_pyarrow
 
-    server = S3Server(tmp_path_factory.mktemp("s3")).start()
-    env = {"AWS_ENDPOINT_URL": server.endpoint, "AWS_ACCESS_KEY_ID": "x",
-           "AWS_SECRET_ACCESS_KEY": "x", "AWS_REGION": "us-east-1"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with s3_for_pyarrow(tmp_path_factory.mktemp("s3")):
         yield f"s3://{BUCKET}"
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        server.stop()
 
 
 @pytest.fixture(params=["local", "s3"])

@@ -1,5 +1,6 @@
-"""A streaming query, Kafka -> Spark -> Kafka through a Kerberos (GSSAPI) listener, exactly
-once, signed in with a keytab from the query's options alone (tests/kerberos_kafka.py).
+"""A streaming query (availableNow), Kafka -> Spark -> Kafka through a Kerberos (GSSAPI)
+listener, exactly once, signed in with a keytab from the query's options alone
+(tests/kerberos_kafka.py).
 
 Spark runs the source's planning and the sink's driver hooks in Python workers of its
 own, and the tasks in others, so the keytab, the principal and krb5.conf must reach them
@@ -23,7 +24,6 @@ from tests.kafka_helpers import create_topic, write_plain
 from tests.kdc import free_port
 from tests.kerberos_kafka import KerberosKafka
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
-from tests.spark.test_source_stream import process_all
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka_only]
 
@@ -39,23 +39,22 @@ def test_streaming_query_exactly_once_signed_in_with_a_keytab(
     source, output = f"{unique}-in", f"{unique}-out"
     create_topic(plain, source, 2)
     create_topic(plain, output, 2)
+    expected = [f"krb-{i}".encode() for i in range(200)]
+    write_plain(plain, source, expected)
     df = (spark.readStream.format("eoskafka").options(**options).option("subscribe", source)
           .option("startingOffsets", "earliest").load().select("key", "value"))
-    query = (df.writeStream.format("eoskafka").options(**options).option("topic", output)
-             .option("checkpointLocation", str(tmp_path / "ckpt"))
-             .trigger(processingTime="1 second").start())
-    expected: list[bytes] = []
     session_conf = kdc.krb5_conf.read_text()
     kdc.krb5_conf.write_text(kerberos_kafka.unreachable_krb5_conf(free_port()).read_text())
     try:
-        for rounds in range(2):
-            values = [f"krb-{rounds}-{i}".encode() for i in range(100)]
-            write_plain(plain, source, values)
-            expected += values
-            process_all(query, 180)
+        query = (df.writeStream.format("eoskafka").options(**options).option("topic", output)
+                 .option("checkpointLocation", str(tmp_path / "ckpt"))
+                 .trigger(availableNow=True).start())
+        finished = query.awaitTermination(300)
     finally:
-        query.stop()
         kdc.krb5_conf.write_text(session_conf)
+    if not finished:
+        query.stop()
+    assert finished, "the availableNow query did not finish within 300 s"
     assert query.exception() is None, query.exception()
     await_markers(plain, output)
     view = committed_view(plain, output)

@@ -10,7 +10,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults test-kafka39 test-fast test-faults lint demo \
 	demo-docker availability bench bench-setup bench-latency bench-scale bench-longrun bench-connector contrast chaos \
-	chaos-operator sweep smoke-spark smoke-spark-deps smoke-spark40 clean
+	chaos-operator sweep smoke-spark smoke-spark-deps smoke-spark40 kerberos-deps clean
 
 setup: $(STAMP)
 
@@ -30,6 +30,34 @@ $(STAMP): pyproject.toml
 ## in ~/.cache/eoskafka (never in the repo).
 kafka-jars: setup
 	$(PY) -c "from eos_kafka_source.apache_kafka import kafka_jars; kafka_jars('4.4'); kafka_jars('4.3'); kafka_jars('3.9')"
+
+## Kerberos (GSSAPI) sign-in and its tests (tests/broker/test_kerberos.py): MIT Kerberos'
+## KDC binaries (krb5kdc, kdb5_util, kadmin.local) and headers, then the `gssapi` package
+## (eoskafka's [kerberos] extra), which has no Linux wheel and builds against those headers
+## (~2 min the first time; pip caches the wheel). As root the Debian packages are installed
+## with apt-get (its lists updated only if the install fails without them); otherwise it
+## says what to install. Done once: the stamp is kept in the venv.
+KRB_PACKAGES := libkrb5-dev krb5-kdc krb5-admin-server
+KRB_STAMP := $(VENV)/.installed-kerberos
+kerberos-deps: $(KRB_STAMP)
+
+$(KRB_STAMP): $(STAMP)
+	@start=$$(date +%s); have() { PATH="$$PATH:/usr/sbin:/usr/local/sbin" command -v "$$1" >/dev/null; }; \
+	if ! have krb5kdc || ! have kdb5_util || ! have kadmin.local || ! have krb5-config; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "kerberos-deps: MIT Kerberos' KDC and headers are missing. Install them as root" \
+	      "(Debian/Ubuntu: apt-get install $(KRB_PACKAGES); Fedora/RHEL: dnf install" \
+	      "krb5-server krb5-workstation krb5-devel), then run make again." >&2; exit 1; \
+	  fi; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q --no-install-recommends $(KRB_PACKAGES) >/dev/null 2>&1 \
+	    || { apt-get update -q >/dev/null && \
+	         apt-get install -y -q --no-install-recommends $(KRB_PACKAGES) >/dev/null; } || exit 1; \
+	fi; \
+	$(PY) -m pip install -q -e '.[dev,kerberos]' --config-settings editable_mode=compat || exit 1; \
+	$(PY) -c "import gssapi" || exit 1; \
+	echo "kerberos-deps: MIT Kerberos and gssapi ready in $$(( $$(date +%s) - start )) s"
+	touch $(KRB_STAMP)
 
 ## The whole suite, on both brokers. Apache Kafka 4.4 is the reference: every broker and
 ## Spark test runs on it (its heavy fault cases: `make test-kafka-faults`, a CI step of its
@@ -69,7 +97,7 @@ test-tansu: setup
 test-tansu-all: setup
 	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q tests
 
-test-kafka: kafka-jars
+test-kafka: kafka-jars kerberos-deps
 	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m "not faults" tests/broker tests/spark
 
 ## The heavy fault cases on Apache Kafka (3-node coordinator and leader failover, transaction

@@ -27,6 +27,12 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, fields
 
 from eos_kafka_source.errors import ConfigError
+from eos_kafka_source.kerberos_config import (
+    KERBEROS_KEYS,
+    KERBEROS_PASSTHROUGH,
+    KerberosSettings,
+    parse_kerberos,
+)
 from eos_kafka_source.oauth_config import (
     OAUTH_KEYS,
     OAUTH_PASSTHROUGH,
@@ -45,7 +51,7 @@ CONNECTION_KEYS = frozenset({
     "ssl.keystore.password", "ssl.endpoint.identification.algorithm", "request.timeout.ms",
     "socket.connection.setup.timeout.ms", "client.id", "default.api.timeout.ms",
     "delivery.timeout.ms", "max.block.ms",
-}) | OAUTH_KEYS
+}) | OAUTH_KEYS | KERBEROS_KEYS
 
 #: The deadlines, as the Java client names them: (default ms, what eoskafka bounds with it).
 #: Every retry loop of one operation shares one deadline (issue 16): a broker restart, a
@@ -106,18 +112,8 @@ _REJECTED = {
     "to a PEM file and set kafka.ssl.certificate.location",
     "ssl.keystore.key": "inline keys are not supported; write the key to a PEM file and "
     "set kafka.ssl.key.location",
-    "sasl.kerberos.service.name": "GSSAPI (Kerberos) is not supported (docs/security.md "
-    "says why); sign the tasks in with a Kafka delegation token (SCRAM), or use OAUTHBEARER, "
-    "SCRAM or PLAIN",
     "sasl.client.callback.handler.class": "Java callback handlers cannot run in Python",
 }
-_GSSAPI = ("kafka.sasl.mechanism=GSSAPI (Kerberos) is not supported: Python's GSSAPI "
-           "bindings need MIT Kerberos' C headers to build and are not installable from the "
-           "package registries alone (docs/security.md#kerberos-gssapi). Sign in as a Kafka "
-           "delegation token instead (obtained with Kerberos where Java runs: "
-           "kafka-delegation-tokens.sh --create; then kafka.sasl.mechanism=SCRAM-SHA-512 and "
-           "a ScramLoginModule JAAS line with username=TOKENID password=HMAC "
-           "tokenauth=\"true\"), or use OAUTHBEARER if the cluster has an OIDC listener.")
 _MSK_IAM = ("kafka.sasl.mechanism=AWS_MSK_IAM is not supported as such; AWS's Python signer "
             "(aws-msk-iam-sasl-signer-python) signs in over OAUTHBEARER: set "
             "kafka.sasl.mechanism=OAUTHBEARER and kafka.sasl.oauthbearer.token.provider to a "
@@ -127,7 +123,7 @@ _MSK_IAM = ("kafka.sasl.mechanism=AWS_MSK_IAM is not supported as such; AWS's Py
 _SECRET_KEYS = frozenset({"sasl.jaas.config", "sasl.password", "ssl.key.password",
                           "ssl.keystore.password", "ssl.truststore.password"})
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 _JAVA_STORE_EXT = (".jks", ".p12", ".pfx", ".keystore", ".truststore")
 _SERVER = re.compile(r"(\[[0-9A-Za-z:.%]+\]|[A-Za-z0-9._-]+):(\d{1,5})")
 _JAAS = re.compile(r"\s*([\w.$]+)\s+(required|requisite|sufficient|optional)\b(.*)", re.S)
@@ -229,12 +225,11 @@ def _parse_jaas(value: str) -> tuple[str, dict[str, str]]:
         while pos < len(body) and body[pos].isspace():
             pos += 1
     kind = module.rsplit(".", 1)[-1]
-    if kind == "Krb5LoginModule":
-        raise ConfigError(f"{key} uses Krb5LoginModule. {_GSSAPI}")
-    if kind not in ("PlainLoginModule", "ScramLoginModule", "OAuthBearerLoginModule"):
+    if kind not in ("PlainLoginModule", "ScramLoginModule", "OAuthBearerLoginModule",
+                    "Krb5LoginModule"):
         raise ConfigError(
             f"{key} uses login module {kind}; eoskafka supports PlainLoginModule, "
-            f"ScramLoginModule and OAuthBearerLoginModule (mechanisms "
+            f"ScramLoginModule, OAuthBearerLoginModule and Krb5LoginModule (mechanisms "
             f"{', '.join(_MECHANISMS)})."
         )
     return kind, pairs
@@ -306,10 +301,16 @@ class ClientConfig:
     #: SCRAM as a Kafka delegation token (``tokenauth="true"`` in the ScramLoginModule line):
     #: the user name is the token id, the password its HMAC (base64).
     sasl_token_auth: bool = False
+    #: Kerberos with a keytab (``kafka.sasl.mechanism=GSSAPI``), else None; ``sasl_username``
+    #: is then its principal.
+    kerberos: KerberosSettings | None = None
 
     @property
     def principal(self) -> str | None:
-        """Who signs in, as messages show it: the SASL user or the OAuth client."""
+        """Who signs in, as messages show it: the SASL user, the OAuth client, or the
+        Kerberos principal's Kafka user name."""
+        if self.kerberos is not None:
+            return self.kerberos.kafka_user
         return self.oauth.principal if self.oauth is not None else self.sasl_username
 
     @property
@@ -359,6 +360,11 @@ class ClientConfig:
             from eos_kafka_source.wire.oauth import token_provider
 
             kwargs["sasl_oauth_token_provider"] = token_provider(self.oauth)
+        if self.kerberos is not None:  # signs in with the keytab (wire/kerberos.py)
+            from eos_kafka_source.wire.kerberos import use
+
+            use(self.kerberos)
+            kwargs["sasl_kerberos_service_name"] = self.kerberos.service_name
         if accepted is not None:
             kwargs = {k: v for k, v in kwargs.items() if k in accepted}
         return kwargs
@@ -373,7 +379,8 @@ class ClientConfig:
         """
         opts = normalize_options(options)
         kafka = {k[len(PREFIX):]: v for k, v in opts.items() if k.startswith(PREFIX)}
-        known = CONNECTION_KEYS | PASSTHROUGH_KEYS | ROLE_KEYS | OAUTH_PASSTHROUGH
+        known = (CONNECTION_KEYS | PASSTHROUGH_KEYS | ROLE_KEYS | OAUTH_PASSTHROUGH
+                 | KERBEROS_PASSTHROUGH)
         for key in sorted(kafka):
             if key in _REJECTED:
                 raise ConfigError(f"option kafka.{key} is not supported: {_REJECTED[key]}. "
@@ -394,8 +401,8 @@ class ClientConfig:
         mechanism = kafka.get("sasl.mechanism")
         if mechanism is not None:
             mechanism = mechanism.strip().upper()
-            if mechanism in ("GSSAPI", "AWS_MSK_IAM"):
-                raise ConfigError(_GSSAPI if mechanism == "GSSAPI" else _MSK_IAM)
+            if mechanism == "AWS_MSK_IAM":
+                raise ConfigError(_MSK_IAM)
             if mechanism not in _MECHANISMS:
                 raise ConfigError(f"kafka.sasl.mechanism={mechanism!r} is not supported; "
                                   f"use one of {', '.join(_MECHANISMS)}.")
@@ -405,10 +412,24 @@ class ClientConfig:
         module, pairs = (_parse_jaas(kafka["sasl.jaas.config"]) if "sasl.jaas.config" in kafka
                          else (None, {}))
         oauth_keys = sorted(k for k in kafka if k in OAUTH_KEYS)
-        oauth = None
+        oauth = kerberos = None
         if mechanism is None and module == "OAuthBearerLoginModule":
             mechanism = "OAUTHBEARER"
-        if mechanism == "OAUTHBEARER":
+        if mechanism is None and module == "Krb5LoginModule":
+            mechanism = "GSSAPI"  # the Java client's default mechanism
+        kerberos_keys = sorted(k for k in kafka if k in KERBEROS_KEYS)
+        if kerberos_keys and mechanism != "GSSAPI":
+            raise ConfigError(f"kafka.{kerberos_keys[0]} is a GSSAPI (Kerberos) setting but "
+                              f"kafka.sasl.mechanism is {mechanism}; set "
+                              "kafka.sasl.mechanism=GSSAPI, or remove it.")
+        if mechanism == "GSSAPI":
+            if username is not None or password is not None or oauth_keys:
+                raise ConfigError("kafka.sasl.username/kafka.sasl.password and the "
+                                  "kafka.sasl.oauthbearer.* settings are not for GSSAPI, "
+                                  "which signs in with a keytab: remove them.")
+            kerberos = parse_kerberos(kafka, module, pairs)
+            username = kerberos.principal
+        elif mechanism == "OAUTHBEARER":
             if username is not None or password is not None:
                 raise ConfigError("kafka.sasl.username/kafka.sasl.password are for PLAIN and "
                                   "SCRAM; OAUTHBEARER signs in with a token: remove them.")
@@ -421,10 +442,11 @@ class ClientConfig:
             if username is not None or password is not None:
                 raise ConfigError("kafka.sasl.jaas.config and kafka.sasl.username/"
                                   "kafka.sasl.password are both set; keep one of the two.")
-            if module == "OAuthBearerLoginModule":
-                raise ConfigError(f"kafka.sasl.jaas.config uses OAuthBearerLoginModule but "
+            if module in ("OAuthBearerLoginModule", "Krb5LoginModule"):
+                fix = "OAUTHBEARER" if module == "OAuthBearerLoginModule" else "GSSAPI"
+                raise ConfigError(f"kafka.sasl.jaas.config uses {module} but "
                                   f"kafka.sasl.mechanism is {mechanism}; set "
-                                  "kafka.sasl.mechanism=OAUTHBEARER.")
+                                  f"kafka.sasl.mechanism={fix}.")
             username, password = _user_password(module, pairs)
             token_auth = pairs.get("tokenauth", "false").strip().lower()
             if token_auth not in ("true", "false") or (
@@ -451,7 +473,7 @@ class ClientConfig:
             if mechanism is None:
                 raise ConfigError(f"kafka.sasl.mechanism is required with "
                                   f"kafka.security.protocol={protocol}; set one of "
-                                  f"{', '.join(_MECHANISMS)} (GSSAPI is not supported).")
+                                  f"{', '.join(_MECHANISMS)}.")
         elif username is not None or mechanism is not None or oauth is not None:
             raise ConfigError(f"SASL settings are given but kafka.security.protocol is "
                               f"{protocol}, so they would be ignored; set "
@@ -514,6 +536,7 @@ class ClientConfig:
             extra=tuple(sorted((k, v) for k, v in kafka.items() if k in PASSTHROUGH_KEYS)),
             oauth=oauth,
             sasl_token_auth=token_auth == "true",
+            kerberos=kerberos,
         )
 
 

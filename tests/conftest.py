@@ -18,6 +18,7 @@ from eos_kafka_source.broker import EmbeddedBroker
 from tests.brokers import BROKER_KIND, ON_TANSU
 from tests.kafka_clusters import kafka_for_tests
 from tests.kafka_security import SecureKafka, listener_specs, make_certificates, scram_users
+from tests.kerberos_kafka import kerberos_kafka  # noqa: F401 - fixture (Kerberos tests)
 from tests.oauth_kafka import oauth_kafka, oidc  # noqa: F401 - fixtures (sign-in tests)
 
 _counter = itertools.count()

@@ -34,6 +34,7 @@ RUN = {
     **{("docs/security.md", first): f"tests/broker/test_docs_security.py::{test}"
        for first, test in (
            ("scram = {", "test_scram_block"),
+           ("kerberos = {", "test_kerberos_block"),
            ("oauth = {", "test_oauth_block"),
            ("provided = {", "test_cloud_providers"),
            ("# mytokens.py (AWS MSK IAM)", "test_cloud_providers"),

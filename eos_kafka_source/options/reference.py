@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..client_config import _REJECTED, CONNECTION_KEYS, PASSTHROUGH_KEYS, PREFIX
+from ..kerberos_config import KERBEROS_PASSTHROUGH
 from ..oauth_config import OAUTH_PASSTHROUGH
 from ._common import SINK_OPTIONS, SOURCE_IGNORED, SOURCE_OPTIONS
 from .sink import _SINK_REFUSED
@@ -123,12 +124,19 @@ CONNECTION = (
     Opt("security.protocol", "`PLAINTEXT`", "`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT`, `SASL_SSL`",
         "stream:client.security_protocol"),
     Opt("sasl.mechanism", "none (`PLAIN` with a PlainLoginModule line, `OAUTHBEARER` with an "
-        "OAuthBearerLoginModule line)", "`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`, "
-        "`OAUTHBEARER` (not GSSAPI: [security](security.md#kerberos-gssapi))"),
+        "OAuthBearerLoginModule line, `GSSAPI` with a Krb5LoginModule line)", "`PLAIN`, "
+        "`SCRAM-SHA-256`, `SCRAM-SHA-512`, `OAUTHBEARER`, `GSSAPI` (Kerberos with a keytab: "
+        "[security](security.md#kerberos-gssapi))"),
     Opt("sasl.jaas.config", "", "a PlainLoginModule or ScramLoginModule line with username "
-        "and password (`tokenauth=\"true\"` for a delegation token), or an "
-        "OAuthBearerLoginModule line with clientId, clientSecret, scope and `extension_*`, as "
-        "in Spark's Kafka source (hidden everywhere)"),
+        "and password (`tokenauth=\"true\"` for a delegation token), an "
+        "OAuthBearerLoginModule line with clientId, clientSecret, scope and `extension_*`, or "
+        "a Krb5LoginModule line with `useKeyTab=true`, keyTab and principal, as in Spark's "
+        "Kafka source (hidden everywhere)"),
+    Opt("sasl.kerberos.service.name", "", "GSSAPI, required: the first part of the brokers' "
+        "Kerberos principal (`kafka` for `kafka/HOST@REALM`), as Kafka's Java client"),
+    Opt("sasl.kerberos.krb5.conf", "`KRB5_CONFIG`, else `/etc/krb5.conf`", "GSSAPI, "
+        "eoskafka's own: the path of krb5.conf on the driver and every executor (Java reads "
+        "the JVM's `java.security.krb5.conf` instead)"),
     Opt("sasl.oauthbearer.token.endpoint.url", "", "OAUTHBEARER: the identity provider's token "
         "endpoint (OIDC client credentials), as Kafka's Java client"),
     Opt("sasl.login.callback.handler.class", "", "OAUTHBEARER: Kafka's "
@@ -230,7 +238,7 @@ def _reasons(reasons: dict[str, str]) -> list[str]:
 def no_effect() -> list[str]:
     """Java client settings accepted (so Spark jobs keep working) that change nothing here."""
     used = {o.name for o in CONNECTION + SOURCE_KAFKA + SINK_KAFKA}
-    return sorted((PASSTHROUGH_KEYS | OAUTH_PASSTHROUGH) - used)
+    return sorted((PASSTHROUGH_KEYS | OAUTH_PASSTHROUGH | KERBEROS_PASSTHROUGH) - used)
 
 
 #: Said beside the sink options: what a batch costs is set by the tasks that write it.

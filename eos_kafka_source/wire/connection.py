@@ -103,6 +103,10 @@ class KafkaWire:
         if config.oauth is not None:
             protect((config.oauth.client_secret,))
             token_provider(config.oauth).token()  # a failure here names the option to fix
+        if config.kerberos is not None:  # a ticket from the KDC now: the same
+            from .kerberos import credentials
+
+            credentials(config.kerberos)
         if config.sasl_token_auth and config.sasl_username:
             from .token_scram import register_token_user  # adds SCRAM's tokenauth extension
 
@@ -159,6 +163,8 @@ class KafkaWire:
         config, servers = self.config, ",".join(self.config.bootstrap_servers)
         if isinstance(exc, OAuthTokenError):  # raised by the token source, inside kafka-python
             return exc
+        if in_sasl and config.kerberos is not None:
+            return _kerberos_refusal(exc, config, servers)
         if isinstance(exc, (kerrors.UnsupportedSaslMechanismError, kerrors.IllegalSaslStateError)):
             # Refused at SaslHandshake, before any credential was sent: Kafka answers 33 for
             # a mechanism the listener does not enable, 34 on a listener without SASL.
@@ -418,6 +424,25 @@ def _describe(exc: BaseException) -> str:
 
 def _ms_left(deadline: float) -> int:
     return max(int((deadline - time.monotonic()) * 1000), 1)
+
+
+def _kerberos_refusal(exc: BaseException, config: ClientConfig,
+                      servers: str) -> AuthenticationError:
+    """A GSSAPI sign-in that failed: our own KerberosError (no ticket, from wire/kerberos.py)
+    as it is, else the broker's refusal of the ticket."""
+    from .kerberos import KerberosError
+
+    if isinstance(exc, KerberosError):
+        return exc
+    krb = config.kerberos
+    assert krb is not None
+    return AuthenticationError(
+        f"the broker at {servers} refused Kerberos (SASL GSSAPI) sign-in as {krb.principal} "
+        f"({_describe(exc)}); check that kafka.sasl.kerberos.service.name ({krb.service_name}) "
+        "is the first part of the broker's principal and that the host in "
+        "kafka.bootstrap.servers is the one in it, that the broker's keytab holds that "
+        "principal's current key, and that the listener enables GSSAPI"
+    )
 
 
 def _bootstrap_nodes(client: KafkaNetClient) -> list[str]:

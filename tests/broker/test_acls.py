@@ -128,23 +128,30 @@ def acl_kafka() -> Iterator[AclKafka]:
     })
     with cluster:
         admin = cluster.bootstrap_servers
-        with KafkaWire(ClientConfig.from_options({"kafka.bootstrap.servers": admin})) as wire:
-            for user in USERS:
-                for suffix in (".in", ".out"):
-                    create_topic(wire, f"{user}{suffix}", 2)
-        for user in USERS:
-            write_plain(admin, f"{user}.in", [f"{user}-{i}".encode() for i in range(20)])
-        client = KafkaAdminClient(bootstrap_servers=admin)
-        try:
-            acls = [n.acl("full") for n in NEEDS]
-            acls += [m.acl(f"no-{n.key}") for n in NEEDS for m in NEEDS if m is not n]
-            result = client.create_acls(acls)
-            assert not result["failed"], result["failed"]
-        finally:
-            client.close()
+        prepare(admin)
         yield AclKafka(cluster, admin)
         open_left = [row for row in KafkaTools(admin).open_transactions()]
         assert open_left == [], f"transactions left open: {open_left}"
+
+
+def prepare(admin: str) -> None:
+    """Through ``admin`` (a super user's PLAINTEXT bootstrap): every user's topics, its
+    input records and the ACLs of each user (``full``: all of docs/acls.md, ``no-<acl>``:
+    all but one), for any listener whose principals are named as :data:`USERS`."""
+    with KafkaWire(ClientConfig.from_options({"kafka.bootstrap.servers": admin})) as wire:
+        for user in USERS:
+            for suffix in (".in", ".out"):
+                create_topic(wire, f"{user}{suffix}", 2)
+    for user in USERS:
+        write_plain(admin, f"{user}.in", [f"{user}-{i}".encode() for i in range(20)])
+    client = KafkaAdminClient(bootstrap_servers=admin)
+    try:
+        acls = [n.acl("full") for n in NEEDS]
+        acls += [m.acl(f"no-{n.key}") for n in NEEDS for m in NEEDS if m is not n]
+        result = client.create_acls(acls)
+        assert not result["failed"], result["failed"]
+    finally:
+        client.close()
 
 
 # -- the roles, as Spark runs them --------------------------------------------------------------

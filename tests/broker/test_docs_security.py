@@ -25,6 +25,7 @@ from eos_kafka_source.wire.delegation import expire_token
 from eos_kafka_source.wire.oauth import TokenSource, jwt_claims
 from tests.broker.test_oauth import _write_and_read
 from tests.doc_blocks import block
+from tests.kerberos_kafka import CLIENT, KerberosKafka
 from tests.oauth_kafka import APP, APP_SECRET, SCRAM_PASSWORD, SCRAM_USER, OAuthKafka
 from tests.oidc_server import OidcServer
 
@@ -55,6 +56,15 @@ def test_scram_block(oauth_kafka: OAuthKafka, unique: str, tmp_path: Path) -> No
     ns = _run("scram = {", BOOTSTRAP=oauth_kafka.cluster.listener_bootstrap("OAUTH"),
               USER=SCRAM_USER, PASSWORD=SCRAM_PASSWORD)
     _round_trip(ns["scram"], unique, tmp_path)
+
+
+def test_kerberos_block(kerberos_kafka: KerberosKafka, unique: str, tmp_path: Path) -> None:
+    kdc = kerberos_kafka.kdc
+    assert kdc is not None and kerberos_kafka.keytabs is not None
+    ns = _run("kerberos = {", BOOTSTRAP=kerberos_kafka.cluster.listener_bootstrap("KERBEROS"),
+              KEYTAB=str(kerberos_kafka.keytabs[CLIENT]), PRINCIPAL=kdc.principal(CLIENT),
+              KRB5_CONF=str(kdc.krb5_conf))
+    _round_trip(ns["kerberos"], unique, tmp_path)
 
 
 def test_oauth_block(oauth_kafka: OAuthKafka, unique: str, tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ $(KRB_STAMP): $(STAMP)
 ## names, so they cannot meet. Each output line starts with its lane; every set runs even
 ## when another failed, and the last line gives each lane's exit status.
 TEST_LANES ?= 2
-test: setup lint kafka-jars
+test: setup lint kafka-jars kerberos-deps
 ifeq ($(TEST_LANES),1)
 	$(MAKE) --no-print-directory --keep-going test-tansu test-kafka test-kafka43 test-kafka39
 else

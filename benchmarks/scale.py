@@ -66,7 +66,7 @@ RECORDS_PER_PARTITION = 2
 PREP_THREADS = 32
 #: Transactions stay open while 1,000 tasks prepare on a loaded machine (minutes).
 TXN_TIMEOUT_MS = 900_000
-PHASES = ("lookup", "liveness", "decision", "endtxn", "mark_done", "cleanup")
+PHASES = ("lookup", "liveness", "decision", "lanes", "endtxn", "mark_done", "cleanup")
 
 
 @dataclass

@@ -41,7 +41,7 @@ from ...acls import ABORTED_INFIX, CLAIM_SUFFIX
 from ...errors import IdPrefixClashError, NotAuthorizedError
 from ...faults import fault_point
 from ...wire import KafkaWire
-from ...wire.groups import commit_offset, fetch_offset
+from ...wire.groups import commit_offset, fetch_offset, fetch_offset_at
 from ..decisions.log import DecisionLog
 from ..handoff import TxnHandoff
 
@@ -141,7 +141,8 @@ def _token(owner: str) -> int:
     return int(hashlib.sha256(owner.encode()).hexdigest()[:15], 16)
 
 
-def _aborted_group(prefix: str, write_id: str) -> str:
+def aborted_group(prefix: str, write_id: str) -> str:
+    """The group a batch write's or a streaming query's abort mark is committed in."""
     return f"{prefix}{ABORTED_INFIX}{write_id}"
 
 
@@ -156,25 +157,29 @@ def mark_write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str) 
     id after that fence then finds the mark and aborts its own transaction, so a
     task Spark launched just before the job failed cannot leave one open.
     """
-    commit_offset(wire, _aborted_group(prefix, write_id), topic, 0, _WRITE_ABORTED, "aborted")
+    commit_offset(wire, aborted_group(prefix, write_id), topic, 0, _WRITE_ABORTED, "aborted")
 
 
 def mark_write_committing(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> None:
     """Record that batch write ``write_id`` (without a decision log) is about to send its
     first EndTxn commit: from here on an abort must not abort its transactions (an EndTxn
     may have reached Kafka). A late task finds this mark too and writes nothing."""
-    commit_offset(wire, _aborted_group(prefix, write_id), topic, 0, _WRITE_COMMITTING,
+    commit_offset(wire, aborted_group(prefix, write_id), topic, 0, _WRITE_COMMITTING,
                   "committing")
 
 
-def write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> bool:
-    """Whether a task of batch write ``write_id`` must not write (aborted, or committing)."""
-    return fetch_offset(wire, _aborted_group(prefix, write_id), topic, 0) is not None
+def write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str, *,
+                  node: int | None = None) -> tuple[bool, int]:
+    """Whether a task of batch write ``write_id`` must not write (aborted, or committing),
+    and the group's coordinator (asked first when ``node`` is given: a task's worker keeps
+    it for its next task, ``task/recall.py``)."""
+    found, where = fetch_offset_at(wire, aborted_group(prefix, write_id), topic, 0, node=node)
+    return found is not None, where
 
 
 def write_committing(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> bool:
     """Whether batch write ``write_id`` started committing (:func:`mark_write_committing`)."""
-    found = fetch_offset(wire, _aborted_group(prefix, write_id), topic, 0)
+    found = fetch_offset(wire, aborted_group(prefix, write_id), topic, 0)
     return found is not None and found[0] == _WRITE_COMMITTING
 
 
@@ -186,15 +191,24 @@ def mark_batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str,
     initialises its id after the fence finds the mark and aborts its own transaction. The
     offset says which batch (``batch_id + 1``; 0 once cleared): Tansu drops the metadata.
     """
-    commit_offset(wire, _aborted_group(prefix, lineage), topic, 0, batch_id + 1,
+    commit_offset(wire, aborted_group(prefix, lineage), topic, 0, batch_id + 1,
                   json.dumps({"batch": batch_id}))
 
 
 def batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str,
                   batch_id: int) -> bool:
     """Whether the driver aborted streaming batch ``batch_id`` of query ``lineage``."""
-    found = fetch_offset(wire, _aborted_group(prefix, lineage), topic, 0)
-    return found is not None and found[0] == batch_id + 1
+    return batch_aborted_at(wire, prefix, topic, lineage, batch_id)[0]
+
+
+def batch_aborted_at(wire: KafkaWire, prefix: str, topic: str, lineage: str, batch_id: int,
+                     *, node: int | None = None) -> tuple[bool, int]:
+    """:func:`batch_aborted`, asking ``node`` first (the group's coordinator an earlier task
+    of this worker found: ``task/recall.py``; one that moved answers NOT_COORDINATOR and is
+    looked up again); returns the answer and the coordinator that gave it. One OffsetFetch
+    on a kept connection when ``node`` is right."""
+    found, where = fetch_offset_at(wire, aborted_group(prefix, lineage), topic, 0, node=node)
+    return found is not None and found[0] == batch_id + 1, where
 
 
 def clear_batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str) -> None:
@@ -202,7 +216,7 @@ def clear_batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str) 
 
     Called after the run's fencing at start, which ended every earlier task's transaction.
     """
-    group = _aborted_group(prefix, lineage)
+    group = aborted_group(prefix, lineage)
     found = fetch_offset(wire, group, topic, 0)
     if found is not None and found[0] > 0:
         commit_offset(wire, group, topic, 0, 0, json.dumps({"cleared": found[0] - 1}))

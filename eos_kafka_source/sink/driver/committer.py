@@ -30,9 +30,12 @@ Runs on: the driver (commit/abort workers and the planning worker's recovery).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ...errors import (
@@ -43,7 +46,7 @@ from ...errors import (
     TransactionOutcomeUnknownError,
 )
 from ...faults import armed, fault_point
-from ...wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, verify_txns
+from ...wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, spread, verify_txns
 from ...wire.txn import (
     COORDINATOR_MOVED,
     RETRY_IN_PLACE,
@@ -343,3 +346,62 @@ def liveness(wire: KafkaWire, handoffs: list[TxnHandoff], *,
             time.sleep(backoff)
             backoff = min(backoff * 2, _BACKOFF_S[1])
     return Liveness(dead, found, lookup_s, check_s)
+
+
+class Lanes:
+    """The EndTxn round's extra connections, being opened (:func:`opening_lanes`)."""
+
+    def __init__(self, pool: ThreadPoolExecutor | None, opening: list[Future[None]]) -> None:
+        self._pool = pool
+        self._opening = opening
+
+    def wait(self) -> None:
+        """Until every lane is connected, or failed to (the round then reconnects it and
+        reports what fails). Before the round: a lane's connections are one thread's."""
+        for future in self._opening:
+            future.result()
+        self._opening = []
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+@contextlib.contextmanager
+def opening_lanes(wire: KafkaWire, transactions: int) -> Iterator[Lanes]:
+    """Open, in the background, the connections an EndTxn round of ``transactions`` will be
+    spread over (:mod:`~eos_kafka_source.wire.spread`), while the caller reads its log,
+    checks liveness and writes its decision; waited for on exit at the latest.
+
+    A kept wire (``wire/kept.py``) has them from the query's first batch on; the first batch
+    opened them inside its EndTxn round: about 50 connections, each a bootstrap, metadata
+    and one handshake per broker, for 1,000 transactions on three brokers (docs/scale.md).
+    Only connections are opened here; no request of the protocol is sent. The lanes are
+    sized as :func:`~eos_kafka_source.wire.spread.lanes_for` will size them, from the
+    brokers the wire knows (the coordinators are not looked up yet): transactions spread
+    evenly over them.
+    """
+    brokers = sorted(b.node_id for b in wire.client.cluster.brokers()) if transactions else []
+    per_broker = math.ceil(transactions / len(brokers)) if brokers else 0
+    lanes = min(spread.MAX_LANES, math.ceil(per_broker / spread.REQUESTS_PER_LANE))
+    siblings = [wire.sibling(k) for k in range(1, lanes)]
+    pool = ThreadPoolExecutor(len(siblings), thread_name_prefix="eoskafka-open-lane") \
+        if siblings else None
+    opening = [pool.submit(_connect, lane, brokers, wire.config.connect_timeout_ms)
+               for lane in siblings] if pool is not None else []
+    lanes_ = Lanes(pool, opening)
+    try:
+        yield lanes_
+    finally:
+        lanes_.wait()
+
+
+def _connect(lane: KafkaWire, brokers: list[int], timeout_ms: int) -> None:
+    """Connect ``lane`` to every broker; a failure is left to the round that uses it."""
+    try:
+        client = lane.client
+        for node in brokers:
+            if not client.is_ready(node):
+                client.await_ready(node, timeout_ms=timeout_ms)
+    except Exception:  # noqa: BLE001 - the EndTxn round reconnects and reports it
+        log.debug("eoskafka: opening an EndTxn lane failed; the round retries it",
+                  exc_info=True)

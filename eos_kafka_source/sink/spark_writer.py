@@ -36,8 +36,8 @@ from .driver.protocol import DriverProtocol
 from .handoff import TxnHandoff, handoffs_of
 from .lineage import query_id_at, task_lineage
 from .naming import TransactionalIdFactory, default_prefix, fingerprint
+from .recall import GROUP_COORDINATORS, reachable
 from .task import columns
-from .task.recall import GROUP_COORDINATORS, reachable
 from .timings import Phases
 
 if TYPE_CHECKING:

@@ -44,6 +44,7 @@ from ...wire import KafkaWire
 from ...wire.groups import commit_offset, fetch_offset, fetch_offset_at
 from ..decisions.log import DecisionLog
 from ..handoff import TxnHandoff
+from ..recall import GROUP_COORDINATORS, reachable
 
 _KEEP_REPLACED = 10  # replaced query ids remembered in the claim (metadata stays small)
 
@@ -52,7 +53,7 @@ def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
                  lineage: str | None = None) -> None:
     """Register checkpoint ``owner`` (and query ``lineage``) for ``prefix``, or raise."""
     group = held_by = claim_group(prefix)
-    current = fetch_offset(wire, group, topic, 0)
+    current = _fetch_kept(wire, group, topic)  # before every batch: one OffsetFetch
     token = _token(owner)
     if current is None:
         current = _legacy_claim(wire, prefix, topic)
@@ -85,6 +86,15 @@ def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
             "checkpointLocation or transactionalIdPrefix.")
     commit_offset(wire, group, topic, 0, token,
                   _metadata(owner, lineage, [*replaced, holder_query][-_KEEP_REPLACED:]))
+
+
+def _fetch_kept(wire: KafkaWire, group: str, topic: str) -> tuple[int, str | None] | None:
+    """:func:`fetch_offset` at the group coordinator this worker found before (recall.py)."""
+    node = GROUP_COORDINATORS.get(wire.config, group)
+    found, where = fetch_offset_at(wire, group, topic, 0, node=node if node is not None
+                                   and reachable(wire, node) else None)
+    GROUP_COORDINATORS.put(wire.config, group, where)
+    return found
 
 
 def claim_at_first_commit(wire: KafkaWire, decisions: DecisionLog, prefix: str, owner: str,

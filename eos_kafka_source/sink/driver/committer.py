@@ -55,6 +55,7 @@ from ...wire.txn import (
     coordinator_answers,
 )
 from ..handoff import TxnHandoff
+from ..recall import TXN_COORDINATORS, reachable
 from .txn_log import LogOutcome, read_transaction
 
 log = logging.getLogger(__name__)
@@ -311,10 +312,12 @@ def liveness(wire: KafkaWire, handoffs: list[TxnHandoff], *,
     deadline = time.monotonic() + deadline_s
     backoff = _BACKOFF_S[0]
     lookup_s = check_s = 0.0
+    kept = _kept_coordinators(wire, [h.transactional_id for h in pending])
     while pending:
         try:
             started = time.perf_counter()
-            coordinators = find_coordinators(wire, [h.transactional_id for h in pending])
+            coordinators = kept or find_coordinators(wire, [h.transactional_id for h in pending])
+            kept = None  # a later round looks up the ones that moved
             looked_up = time.perf_counter()
             lookup_s += looked_up - started
             checks = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch),
@@ -345,7 +348,22 @@ def liveness(wire: KafkaWire, handoffs: list[TxnHandoff], *,
         if pending:
             time.sleep(backoff)
             backoff = min(backoff * 2, _BACKOFF_S[1])
+    for tid, node in found.items():
+        TXN_COORDINATORS.put(wire.config, tid, node)
     return Liveness(dead, found, lookup_s, check_s)
+
+
+def _kept_coordinators(wire: KafkaWire, tids: list[str]) -> dict[str, int] | None:
+    """The coordinators the previous batch's check found for every one of ``tids``, or None
+    (recall.py). A coordinator that moved since answers NOT_COORDINATOR: the check looks it
+    up again, as after a fresh lookup."""
+    kept: dict[str, int] = {}
+    for tid in tids:
+        node = TXN_COORDINATORS.get(wire.config, tid)
+        if node is None or not reachable(wire, node):
+            return None
+        kept[tid] = node
+    return kept
 
 
 class Lanes:

@@ -39,6 +39,7 @@ from ...wire import (
 from ...wire.cluster import fresh_leaders, topic_configs
 from ...wire.retry import Deadline
 from ..handoff import TxnHandoff
+from ..recall import MAX_MESSAGE_BYTES, TOPICS, TXN_COORDINATORS, reachable
 from .batching import (
     BATCH_OVERHEAD,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -51,7 +52,6 @@ from .columns import unpack
 from .first_offsets import find_first_offsets
 from .partitioner import Router, take, take_arrow
 from .produce import Batch, ProducePipeline
-from .recall import MAX_MESSAGE_BYTES, TOPICS, TXN_COORDINATORS, reachable
 
 log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]

@@ -1,20 +1,22 @@
-"""What a task's Python worker looked up for an earlier task, kept for its next tasks.
+"""Answers a sink's Python worker looked up before, kept for its next task or batch.
 
-Spark reuses an executor's Python workers from task to task and from batch to batch, and each
-worker keeps its Kafka connections (``wire/kept.py``). Without this module every exactly-once
-task still asked, each time: FindCoordinator for its transactional id, FindCoordinator for
-its query's abort-mark group (``driver/claims.py``; one group per query), Metadata for the
-topic and DescribeConfigs for its ``max.message.bytes``: four round trips before its first
-record, each giving the answer the previous task got. Kept here for :data:`KEEP_S`, they are
-asked once per worker.
+Spark reuses its Python workers from task to task and from batch to batch, and each worker
+keeps its Kafka connections (``wire/kept.py``). Without this module every exactly-once task
+still asked, each time: FindCoordinator for its transactional id, FindCoordinator for its
+query's abort-mark group (``driver/claims.py``; one group per query), Metadata for the topic
+and DescribeConfigs for its ``max.message.bytes``: four round trips before its first record,
+each giving the answer the previous task got. The driver's planning worker looked up the
+prefix claim's group coordinator before every batch, and its commit worker every
+transaction's coordinator. Kept here for :data:`KEEP_S`, each is asked once per worker.
 
 Nothing here is trusted beyond a hint, so a stale entry costs a round trip, never a wrong
 outcome: a coordinator that moved answers NOT_COORDINATOR (or its connection fails) and the
-request looks it up again (``wire/coordinated.py``), which replaces the entry; a leader that
-moved answers NOT_LEADER_OR_FOLLOWER and the task refreshes its leaders (``produce.py``).
-A topic whose ``max.message.bytes`` was lowered in the last minute refuses a batch with
-RECORD_TOO_LARGE, as it would a Java producer's (which never reads the setting).
-Runs on: executors (the tasks' Python workers).
+request looks it up again (``wire/coordinated.py``; the liveness check, ``driver/committer.py``),
+which replaces the entry; a leader that moved answers NOT_LEADER_OR_FOLLOWER and the task
+refreshes its leaders (``task/produce.py``). A topic whose ``max.message.bytes`` was lowered
+in the last minute refuses a batch with RECORD_TOO_LARGE, as it would a Java producer's
+(which never reads the setting).
+Runs on: executors (the tasks' Python workers) and the driver (planning and commit workers).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ import threading
 import time
 from typing import Generic, TypeVar
 
-from ...client_config import ClientConfig
-from ...wire import KafkaWire, TopicInfo
+from ..client_config import ClientConfig
+from ..wire import KafkaWire, TopicInfo
 
 #: Seconds an answer is kept (as long as a kept connection: ``wire/kept.py``).
 KEEP_S = 60.0
@@ -60,9 +62,10 @@ class Recall(Generic[K, V]):
             self._kept.clear()
 
 
-#: Transaction coordinator per transactional id.
+#: Transaction coordinator per transactional id (tasks; the driver's liveness check).
 TXN_COORDINATORS: Recall[str, int] = Recall()
-#: Group coordinator per group (the abort-mark group of a query: ``driver/claims.py``).
+#: Group coordinator per group (a query's abort-mark group, a prefix's claim group:
+#: ``driver/claims.py``).
 GROUP_COORDINATORS: Recall[str, int] = Recall()
 #: Topic metadata (partitions and leaders) per topic.
 TOPICS: Recall[str, TopicInfo] = Recall()

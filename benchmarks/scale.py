@@ -41,6 +41,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+import eos_kafka_source
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.sink.driver.fencing import fence_identities
@@ -300,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         "repetitions": f"{args.reps} (1,000 tasks: {min(args.reps, args.big_reps)})",
         "records": f"{RECORDS_PER_PARTITION} × 100 B per task per partition",
         "uptime at start": uptime(),
+        "code": str(Path(eos_kafka_source.__file__).parent),
     }
     cells = []
     with KafkaCluster(nodes=3, version="4.3") as kafka:

@@ -142,7 +142,7 @@ class TaskWriter:
         self._buffers: dict[TopicPartition, _Pending] = {}
         self._batch_bytes: dict[str, int] = {}
         self._router = Router(topic, lambda t: len(self._info(t).leaders),
-                              start=context.get("task_partition", 0))
+                              start=context.get("task_partition", 0), refresh=self._refetch)
         self.bytes = 0
         extra = dict(wire.config.extra)
         self.max_request_size = int(extra.get("max.request.size", _MAX_REQUEST_SIZE))
@@ -297,6 +297,12 @@ class TaskWriter:
                 TOPICS.put(self.wire.config, topic, info)
             self._topics[topic] = info
         return info
+
+    def _refetch(self, topic: str) -> int:
+        """The topic's partition count, asked again (the Router, before refusing a row)."""
+        info = self._topics[topic] = require_topics(self.wire, [topic])[topic]
+        TOPICS.put(self.wire.config, topic, info)
+        return len(info.leaders)
 
     def _leader(self, tp: TopicPartition) -> int:
         return self._info(tp[0]).leaders.get(tp[1], -1)

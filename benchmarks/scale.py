@@ -125,6 +125,15 @@ def prepare(sink: EosSink, topic: str, tasks: int, partitions: int) -> list[TxnH
             wire.close()
 
 
+def forget_lookups() -> None:
+    """What this process's driver and tasks kept (sink/recall.py; absent before 2026-11-26)."""
+    try:
+        from eos_kafka_source.sink import recall
+    except ImportError:
+        return
+    recall.forget_all()
+
+
 def await_markers(wire: KafkaWire, leaders: dict[tuple[str, int], int],
                   ends: dict[tuple[str, int], int], timeout_s: float = 120.0) -> None:
     """Until every partition's LSO and high watermark reach ``ends`` (all markers written)."""
@@ -166,8 +175,9 @@ def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: i
                 handoffs = prepare(sink, topic, tasks, partitions)
                 cell.prep_s.append(time.perf_counter() - started)
                 cell.loads.append(load())
-                if cold:
-                    close_kept()  # the driver's commit worker starts with no connection
+                if cold:  # the driver's commit worker starts with no connection, and
+                    close_kept()  # knows no coordinator (the tasks ran elsewhere)
+                    forget_lookups()
                 started = time.perf_counter()
                 sink.driver.commit(sink.batch_id, handoffs, tasks)
                 committed = time.perf_counter()

@@ -417,6 +417,8 @@ def _connect(lane: KafkaWire, brokers: list[int], timeout_ms: int) -> None:
     """Connect ``lane`` to every broker; a failure is left to the round that uses it."""
     try:
         client = lane.client
+        for node in brokers:  # every handshake under way at once, then each awaited
+            client.maybe_connect(node)
         for node in brokers:
             if not client.is_ready(node):
                 client.await_ready(node, timeout_ms=timeout_ms)

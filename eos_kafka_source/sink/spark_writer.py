@@ -211,7 +211,7 @@ class _Writer:
         Checked after InitProducerId: the driver marks the abort before it fences, so a task
         whose id was initialised after that fence finds the mark (claims.py). Every task
         checks: one OffsetFetch on the worker's kept connection to the group's coordinator,
-        which the worker's first task looked up (task/recall.py).
+        which the worker's first task looked up (sink/recall.py).
         """
         if self.batch_write_topic is not None:
             group = aborted_group(self.prefix, self.lineage or "")

@@ -182,7 +182,7 @@ def write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str, *,
                   node: int | None = None) -> tuple[bool, int]:
     """Whether a task of batch write ``write_id`` must not write (aborted, or committing),
     and the group's coordinator (asked first when ``node`` is given: a task's worker keeps
-    it for its next task, ``task/recall.py``)."""
+    it for its next task, ``sink/recall.py``)."""
     found, where = fetch_offset_at(wire, aborted_group(prefix, write_id), topic, 0, node=node)
     return found is not None, where
 
@@ -214,7 +214,7 @@ def batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str,
 def batch_aborted_at(wire: KafkaWire, prefix: str, topic: str, lineage: str, batch_id: int,
                      *, node: int | None = None) -> tuple[bool, int]:
     """:func:`batch_aborted`, asking ``node`` first (the group's coordinator an earlier task
-    of this worker found: ``task/recall.py``; one that moved answers NOT_COORDINATOR and is
+    of this worker found: ``sink/recall.py``; one that moved answers NOT_COORDINATOR and is
     looked up again); returns the answer and the coordinator that gave it. One OffsetFetch
     on a kept connection when ``node`` is right."""
     found, where = fetch_offset_at(wire, aborted_group(prefix, lineage), topic, 0, node=node)

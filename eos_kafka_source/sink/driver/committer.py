@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -372,10 +373,18 @@ class Lanes:
     def __init__(self, pool: ThreadPoolExecutor | None, opening: list[Future[None]]) -> None:
         self._pool = pool
         self._opening = opening
+        self._stop = threading.Event()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
 
     def wait(self) -> None:
-        """Until every lane is connected, or failed to (the round then reconnects it and
-        reports what fails). Before the round: a lane's connections are one thread's."""
+        """Stop waiting for handshakes still under way and let every opening thread end:
+        before the round, since a lane's connections must be one thread's. A connection
+        not up yet is completed by the round that uses it, as it was before this existed,
+        so a slow or paused broker holds the commit no longer than it did."""
+        self._stop.set()
         for future in self._opening:
             future.result()
         self._opening = []
@@ -388,7 +397,8 @@ class Lanes:
 def opening_lanes(wire: KafkaWire, transactions: int) -> Iterator[Lanes]:
     """Open, in the background, the connections an EndTxn round of ``transactions`` will be
     spread over (:mod:`~eos_kafka_source.wire.spread`), while the caller reads its log,
-    checks liveness and writes its decision; waited for on exit at the latest.
+    checks liveness and writes its decision; :meth:`Lanes.wait` (on exit at the latest)
+    ends the opening.
 
     A kept wire (``wire/kept.py``) has them from the query's first batch on; the first batch
     opened them inside its EndTxn round: about 50 connections, each a bootstrap, metadata
@@ -404,24 +414,28 @@ def opening_lanes(wire: KafkaWire, transactions: int) -> Iterator[Lanes]:
     siblings = [wire.sibling(k) for k in range(1, lanes)]
     pool = ThreadPoolExecutor(len(siblings), thread_name_prefix="eoskafka-open-lane") \
         if siblings else None
-    opening = [pool.submit(_connect, lane, brokers, wire.config.connect_timeout_ms)
-               for lane in siblings] if pool is not None else []
-    lanes_ = Lanes(pool, opening)
+    opened = Lanes(pool, [])
+    if pool is not None:
+        opened._opening = [pool.submit(_connect, lane, brokers, opened) for lane in siblings]
     try:
-        yield lanes_
+        yield opened
     finally:
-        lanes_.wait()
+        opened.wait()
 
 
-def _connect(lane: KafkaWire, brokers: list[int], timeout_ms: int) -> None:
-    """Connect ``lane`` to every broker; a failure is left to the round that uses it."""
+#: How often an opening thread looks whether it should stop waiting (seconds).
+_OPEN_POLL_MS = 20
+
+
+def _connect(lane: KafkaWire, brokers: list[int], lanes: Lanes) -> None:
+    """Connect ``lane`` to every broker, until they are up or :meth:`Lanes.wait` is called;
+    a failure is left to the round that uses the lane."""
     try:
-        client = lane.client
-        for node in brokers:  # every handshake under way at once, then each awaited
+        client = lane.client  # the lane's bootstrap, under its own deadline, as in the round
+        for node in brokers:  # every handshake under way at once
             client.maybe_connect(node)
-        for node in brokers:
-            if not client.is_ready(node):
-                client.await_ready(node, timeout_ms=timeout_ms)
+        while not lanes.stopping and not all(client.is_ready(n) for n in brokers):
+            client.poll(timeout_ms=_OPEN_POLL_MS)
     except Exception:  # noqa: BLE001 - the EndTxn round reconnects and reports it
         log.debug("eoskafka: opening an EndTxn lane failed; the round retries it",
                   exc_info=True)

@@ -272,7 +272,7 @@ class DriverProtocol(Aborting):
         transactions = sum(h.open for h in handoffs)
         # The EndTxn round's connections open while the log is read, the transactions are
         # checked and the decision is written (committer.opening_lanes): a query's first
-        # commit then costs what a warm one does.
+        # commit no longer opens them all inside its EndTxn round (docs/scale.md).
         with self.wire_factory() as wire, opening_lanes(wire, transactions) as lanes:
             timed.mark("connect")
             if decisions is not None:

@@ -291,7 +291,14 @@ def _abort_own(wire: KafkaWire, writer: TaskWriter) -> None:
     except Exception:  # noqa: BLE001 - failing anyway; the abort below is what matters
         log.debug("eoskafka: in-flight batches of the failed task", exc_info=True)
     try:
-        node = writer.coordinator or find_coordinator(wire, writer.transactional_id)
+        # Looked up afresh where possible: the task may have started from a kept coordinator
+        # that moved (sink/recall.py), and this EndTxn is not retried.
+        try:
+            node = find_coordinator(wire, writer.transactional_id, deadline=_DRAIN_S)
+        except Exception:  # noqa: BLE001 - the one the task last used, then
+            if writer.coordinator is None:
+                raise
+            node = writer.coordinator
         who = ProducerIdentity(writer.producer.producer_id, writer.producer.epoch)
         end_txns(wire, {writer.transactional_id: node}, [(writer.transactional_id, who)], False,
                  deadline_s=5)

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+import eos_kafka_source
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.client_config import ClientConfig
 from eos_kafka_source.sink.driver.fencing import fence_identities
@@ -54,6 +55,7 @@ from eos_kafka_source.wire import (
     leader_of,
     spread,
 )
+from eos_kafka_source.wire.kept import close_kept
 
 from .common import unique, value_batches
 from .common.charts import line_chart
@@ -66,7 +68,7 @@ RECORDS_PER_PARTITION = 2
 PREP_THREADS = 32
 #: Transactions stay open while 1,000 tasks prepare on a loaded machine (minutes).
 TXN_TIMEOUT_MS = 900_000
-PHASES = ("lookup", "liveness", "decision", "endtxn", "mark_done", "cleanup")
+PHASES = ("lookup", "liveness", "decision", "lanes", "endtxn", "mark_done", "cleanup")
 
 
 @dataclass
@@ -77,6 +79,8 @@ class Cell:
     partitions: int
     #: Connections per broker the driver may use (1: pipelined on one, as before issue 17).
     lanes: int = spread.MAX_LANES
+    #: Every repetition started with no kept connection: a query's first batch.
+    cold: bool = False
     runs: list[dict[str, float]] = field(default_factory=list)
     init_ids_s: float = 0.0
     prep_s: list[float] = field(default_factory=list)
@@ -121,6 +125,15 @@ def prepare(sink: EosSink, topic: str, tasks: int, partitions: int) -> list[TxnH
             wire.close()
 
 
+def forget_lookups() -> None:
+    """What this process's driver and tasks kept (sink/recall.py; absent before 2026-11-26)."""
+    try:
+        from eos_kafka_source.sink import recall
+    except ImportError:
+        return
+    recall.forget_all()
+
+
 def await_markers(wire: KafkaWire, leaders: dict[tuple[str, int], int],
                   ends: dict[tuple[str, int], int], timeout_s: float = 120.0) -> None:
     """Until every partition's LSO and high watermark reach ``ends`` (all markers written)."""
@@ -141,8 +154,8 @@ def await_markers(wire: KafkaWire, leaders: dict[tuple[str, int], int],
 
 
 def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: int,
-             lanes: int = spread.MAX_LANES) -> Cell:
-    cell = Cell(tasks, partitions, lanes)
+             lanes: int = spread.MAX_LANES, *, cold: bool = False) -> Cell:
+    cell = Cell(tasks, partitions, lanes, cold)
     sink = EosSink(cfg, f"scale{tasks}x{partitions}", TXN_TIMEOUT_MS)
     default_lanes, spread.MAX_LANES = spread.MAX_LANES, lanes
     try:
@@ -162,6 +175,9 @@ def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: i
                 handoffs = prepare(sink, topic, tasks, partitions)
                 cell.prep_s.append(time.perf_counter() - started)
                 cell.loads.append(load())
+                if cold:  # the driver's commit worker starts with no connection, and
+                    close_kept()  # knows no coordinator (the tasks ran elsewhere)
+                    forget_lookups()
                 started = time.perf_counter()
                 sink.driver.commit(sink.batch_id, handoffs, tasks)
                 committed = time.perf_counter()
@@ -176,7 +192,7 @@ def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: i
                 run["visible"] = visible - started
                 cell.runs.append(run)
                 print(f"  {tasks:>5} tasks × {partitions:>2} partitions, ≤ {lanes} connection(s) "
-                      "per broker: commit "
+                      f"per broker{', first batch' if cold else ''}: commit "
                       f"{run['commit'] * 1000:7.1f} ms, visible {run['visible'] * 1000:7.1f} ms "
                       f"({', '.join(f'{k} {run.get(k, 0) * 1000:.1f}' for k in PHASES)}); "
                       f"prepared in {cell.prep_s[-1]:.1f} s, load {cell.loads[-1]:.1f}",
@@ -194,13 +210,14 @@ def table(cells: list[Cell]) -> list[str]:
              "decision | EndTxn | done + cleanup | **commit** | markers land | **visible** | "
              "InitProducerId ×N | tasks prepare | ids per node |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for c in sorted(cells, key=lambda c: (c.partitions, c.tasks, c.lanes)):
+    for c in sorted(cells, key=lambda c: (c.partitions, c.tasks, c.lanes, c.cold)):
         commit = c.median("commit")
         target = (" ✅" if commit <= TARGET_S else " ❌") if (c.tasks, c.partitions) == (
             1000, 8) and c.lanes > 1 else ""
         nodes = "/".join(str(c.coordinators.get(n, 0)) for n in sorted(c.coordinators))
+        first = " (first batch)" if c.cold else ""
         lines.append(
-            f"| {c.tasks:,} × {c.partitions} | {f'≤ {c.lanes}' if c.lanes > 1 else 1} | "
+            f"| {c.tasks:,} × {c.partitions}{first} | {f'≤ {c.lanes}' if c.lanes > 1 else 1} | "
             f"{c.tasks * c.partitions:,} | "
             f"{ms(c.median('lookup'))} | {ms(c.median('liveness'))} | "
             f"{ms(c.median('decision'))} | {ms(c.median('endtxn'))} | "
@@ -247,7 +264,7 @@ def render(paths: list[Path], out: Path) -> None:
         for raw in data["cells"]:
             cell = Cell(**raw)
             cell.coordinators = {int(k): v for k, v in cell.coordinators.items()}
-            cells[(cell.tasks, cell.partitions, cell.lanes)] = cell
+            cells[(cell.tasks, cell.partitions, cell.lanes, cell.cold)] = cell
     save(out, list(cells.values()), env)
     print("\n".join(table(list(cells.values()))))
 
@@ -272,6 +289,10 @@ def main(argv: list[str] | None = None) -> int:
                              "driver before issue 17), on the first partition count")
     parser.add_argument("--big-reps", type=int, default=3,
                         help="repetitions of the 1,000-task cells (their preparation is long)")
+    parser.add_argument("--first-batch", action="store_true",
+                        help="also run every cell with each repetition starting from no kept "
+                             "connection (a query's first batch: the driver opens its "
+                             "connections in that commit)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--render", default="",
                         help="comma-separated JSON results to merge into --out; runs nothing")
@@ -290,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         "repetitions": f"{args.reps} (1,000 tasks: {min(args.reps, args.big_reps)})",
         "records": f"{RECORDS_PER_PARTITION} × 100 B per task per partition",
         "uptime at start": uptime(),
+        "code": str(Path(eos_kafka_source.__file__).parent),
     }
     cells = []
     with KafkaCluster(nodes=3, version="4.3") as kafka:
@@ -315,9 +337,10 @@ def main(argv: list[str] | None = None) -> int:
                 if partitions == partition_counts[0] and tasks in before:
                     runs.append((1, reps))
                 for cap, n in runs:
-                    cells.append(run_cell(cfg, topics[partitions], tasks, partitions, n,
-                                          lanes=cap))
-                    save(args.out, cells, {**env, "uptime now": uptime()})
+                    for cold in (False, True) if args.first_batch else (False,):
+                        cells.append(run_cell(cfg, topics[partitions], tasks, partitions, n,
+                                              lanes=cap, cold=cold))
+                        save(args.out, cells, {**env, "uptime now": uptime()})
     env["uptime at end"] = uptime()
     save(args.out, cells, env)
     print("\n".join(table(cells)))

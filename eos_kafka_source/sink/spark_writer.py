@@ -31,11 +31,12 @@ from ..options import SinkOptions
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator, require_topics
 from ..wire.kept import kept_wire
 from .decisions.log import DecisionLog
-from .driver.claims import batch_aborted, write_aborted
+from .driver.claims import aborted_group, batch_aborted_at, write_aborted
 from .driver.protocol import DriverProtocol
 from .handoff import TxnHandoff, handoffs_of
 from .lineage import query_id_at, task_lineage
 from .naming import TransactionalIdFactory, default_prefix, fingerprint
+from .recall import GROUP_COORDINATORS, reachable
 from .task import columns
 from .timings import Phases
 
@@ -164,7 +165,9 @@ class _Writer:
         context["lineage"] = (context.get("lineage") or self.lineage or "") if self.streaming \
             else self.lineage
         tid = TransactionalIdFactory(self.prefix).for_task(task) if self.exactly_once else None
+        timed = Phases("task")
         with self._wire() as wire:
+            timed.mark("connect")
             writer = TaskWriter(
                 wire, transactional_id=tid, topic=self.sink.topic,
                 transaction_timeout_ms=self.sink.transaction_timeout_ms,
@@ -174,13 +177,18 @@ class _Writer:
                 batch_bytes=self.sink.batch_bytes,
             )
             writer.open()
+            timed.mark("open")
             try:
                 self._refuse_if_aborted(wire, context)
+                timed.mark("abort_check")
                 writer.write_batches(iterator)
+                timed.mark("write")
                 handoff = writer.handoff()
+                timed.mark("handoff")
             except BaseException:
                 _abort_own(wire, writer)
                 raise
+        timed.write(task=task, batch=context.get("batch_id"), records=handoff.records)
         log.info("eoskafka: task %s wrote %s", task, handoff.describe())
         return handoff
 
@@ -201,18 +209,30 @@ class _Writer:
         """A task starting after the driver aborted its write or batch must not write.
 
         Checked after InitProducerId: the driver marks the abort before it fences, so a task
-        whose id was initialised after that fence finds the mark (claims.py).
+        whose id was initialised after that fence finds the mark (claims.py). Every task
+        checks: one OffsetFetch on the worker's kept connection to the group's coordinator,
+        which the worker's first task looked up (sink/recall.py).
         """
-        if self.batch_write_topic is not None and write_aborted(
-                wire, self.prefix, self.batch_write_topic, self.lineage or ""):
-            raise TransactionLostError(
-                f"the batch write {self.lineage} (transactional-id prefix {self.prefix!r}) "
-                "was already aborted by the driver; this late task wrote nothing"
-            )
+        if self.batch_write_topic is not None:
+            group = aborted_group(self.prefix, self.lineage or "")
+            aborted, where = write_aborted(wire, self.prefix, self.batch_write_topic,
+                                           self.lineage or "", node=_kept_group_node(wire, group))
+            GROUP_COORDINATORS.put(wire.config, group, where)
+            if aborted:
+                raise TransactionLostError(
+                    f"the batch write {self.lineage} (transactional-id prefix "
+                    f"{self.prefix!r}) was already aborted by the driver; this late task "
+                    "wrote nothing"
+                )
         batch, lineage = context.get("batch_id"), context.get("lineage")
-        if (self.streaming and self.exactly_once and self.sink.topic is not None
-                and batch is not None and lineage
-                and batch_aborted(wire, self.prefix, self.sink.topic, lineage, batch)):
+        if not (self.streaming and self.exactly_once and self.sink.topic is not None
+                and batch is not None and lineage):
+            return
+        group = aborted_group(self.prefix, lineage)
+        aborted, where = batch_aborted_at(wire, self.prefix, self.sink.topic, lineage, batch,
+                                          node=_kept_group_node(wire, group))
+        GROUP_COORDINATORS.put(wire.config, group, where)
+        if aborted:
             raise TransactionLostError(
                 f"batch {batch} of query {lineage} (transactional-id prefix {self.prefix!r}) "
                 "was already aborted by the driver; this late task wrote nothing"
@@ -247,6 +267,12 @@ def _task_context() -> dict[str, Any]:
     }
 
 
+def _kept_group_node(wire: KafkaWire, group: str) -> int | None:
+    """The coordinator of ``group`` an earlier task of this worker found, if still kept."""
+    node = GROUP_COORDINATORS.get(wire.config, group)
+    return node if node is not None and reachable(wire, node) else None
+
+
 def _option(options: dict[str, str], name: str) -> str | None:
     wanted = name.lower()
     return next((v for k, v in options.items() if k.lower() == wanted and v), None)
@@ -265,7 +291,14 @@ def _abort_own(wire: KafkaWire, writer: TaskWriter) -> None:
     except Exception:  # noqa: BLE001 - failing anyway; the abort below is what matters
         log.debug("eoskafka: in-flight batches of the failed task", exc_info=True)
     try:
-        node = writer.coordinator or find_coordinator(wire, writer.transactional_id)
+        # Looked up afresh where possible: the task may have started from a kept coordinator
+        # that moved (sink/recall.py), and this EndTxn is not retried.
+        try:
+            node = find_coordinator(wire, writer.transactional_id, deadline=_DRAIN_S)
+        except Exception:  # noqa: BLE001 - the one the task last used, then
+            if writer.coordinator is None:
+                raise
+            node = writer.coordinator
         who = ProducerIdentity(writer.producer.producer_id, writer.producer.epoch)
         end_txns(wire, {writer.transactional_id: node}, [(writer.transactional_id, who)], False,
                  deadline_s=5)

@@ -78,6 +78,16 @@ def fetch_offset(
     *, deadline: Deadline | float | None = None,
 ) -> tuple[int, str | None] | None:
     """(offset, metadata) committed by ``group`` for the partition, or None."""
+    return fetch_offset_at(wire, group, topic, partition, deadline=deadline)[0]
+
+
+def fetch_offset_at(
+    wire: KafkaWire, group: str, topic: str, partition: int,
+    *, node: int | None = None, deadline: Deadline | float | None = None,
+) -> tuple[tuple[int, str | None] | None, int]:
+    """:func:`fetch_offset` sent first to ``node`` (a coordinator found earlier: one that
+    moved answers NOT_COORDINATOR and is looked up again); returns the answer and the
+    coordinator that gave it."""
     version = wire.version(OffsetFetchRequest)
     request = OffsetFetchRequest[version](
         group_id=group,
@@ -100,4 +110,4 @@ def fetch_offset(
                     return p.committed_offset, p.metadata
         return None
 
-    return with_coordinator(wire, group, send, deadline=deadline, key_type=GROUP)[0]
+    return with_coordinator(wire, group, send, deadline=deadline, key_type=GROUP, node=node)

@@ -56,6 +56,24 @@ def test_partition_column_wins_and_is_checked() -> None:
         _routed(router, _rows(1, partitions=[5]))
 
 
+def test_a_partition_past_a_kept_count_asks_the_broker_again_before_refusing() -> None:
+    """The count a task starts from may be an earlier task's (sink/recall.py): partitions
+    added since must not make a row's ``partition`` fail; one past the fresh count still
+    does. Without the refresh, partition 3 of a topic grown from 2 to 4 was refused."""
+    count = {"t": 2}
+
+    def refresh(topic: str) -> int:
+        count[topic] = 4  # the broker's answer: partitions were added
+        return count[topic]
+
+    router = Router("t", lambda t: count[t], start=0, refresh=refresh)
+    routed = _routed(router, _rows(3, partitions=[3, 0, None], keys=[None, None, b"abc"]))
+    # b"abc" by the new count (murmur2 % 4 = 3; by the old one it was partition 1)
+    assert routed == {("t", 3): [0, 2], ("t", 0): [1]}
+    with pytest.raises(TopicNotFoundError, match="partition 9 of topic t, which has 4"):
+        _routed(router, _rows(1, partitions=[9]))
+
+
 def test_topic_column_groups_rows_and_a_null_topic_is_an_error() -> None:
     router = Router(None, lambda _: 1, start=0)
     routed = _routed(router, _rows(4, topics=["a", "b", "a", "b"]))

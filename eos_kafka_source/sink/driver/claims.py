@@ -41,9 +41,10 @@ from ...acls import ABORTED_INFIX, CLAIM_SUFFIX
 from ...errors import IdPrefixClashError, NotAuthorizedError
 from ...faults import fault_point
 from ...wire import KafkaWire
-from ...wire.groups import commit_offset, fetch_offset
+from ...wire.groups import commit_offset, fetch_offset, fetch_offset_at
 from ..decisions.log import DecisionLog
 from ..handoff import TxnHandoff
+from ..recall import GROUP_COORDINATORS, reachable
 
 _KEEP_REPLACED = 10  # replaced query ids remembered in the claim (metadata stays small)
 
@@ -52,7 +53,7 @@ def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
                  lineage: str | None = None) -> None:
     """Register checkpoint ``owner`` (and query ``lineage``) for ``prefix``, or raise."""
     group = held_by = claim_group(prefix)
-    current = fetch_offset(wire, group, topic, 0)
+    current = _fetch_kept(wire, group, topic)  # before every batch: one OffsetFetch
     token = _token(owner)
     if current is None:
         current = _legacy_claim(wire, prefix, topic)
@@ -85,6 +86,15 @@ def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
             "checkpointLocation or transactionalIdPrefix.")
     commit_offset(wire, group, topic, 0, token,
                   _metadata(owner, lineage, [*replaced, holder_query][-_KEEP_REPLACED:]))
+
+
+def _fetch_kept(wire: KafkaWire, group: str, topic: str) -> tuple[int, str | None] | None:
+    """:func:`fetch_offset` at the group coordinator this worker found before (recall.py)."""
+    node = GROUP_COORDINATORS.get(wire.config, group)
+    found, where = fetch_offset_at(wire, group, topic, 0, node=node if node is not None
+                                   and reachable(wire, node) else None)
+    GROUP_COORDINATORS.put(wire.config, group, where)
+    return found
 
 
 def claim_at_first_commit(wire: KafkaWire, decisions: DecisionLog, prefix: str, owner: str,
@@ -141,7 +151,8 @@ def _token(owner: str) -> int:
     return int(hashlib.sha256(owner.encode()).hexdigest()[:15], 16)
 
 
-def _aborted_group(prefix: str, write_id: str) -> str:
+def aborted_group(prefix: str, write_id: str) -> str:
+    """The group a batch write's or a streaming query's abort mark is committed in."""
     return f"{prefix}{ABORTED_INFIX}{write_id}"
 
 
@@ -156,25 +167,29 @@ def mark_write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str) 
     id after that fence then finds the mark and aborts its own transaction, so a
     task Spark launched just before the job failed cannot leave one open.
     """
-    commit_offset(wire, _aborted_group(prefix, write_id), topic, 0, _WRITE_ABORTED, "aborted")
+    commit_offset(wire, aborted_group(prefix, write_id), topic, 0, _WRITE_ABORTED, "aborted")
 
 
 def mark_write_committing(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> None:
     """Record that batch write ``write_id`` (without a decision log) is about to send its
     first EndTxn commit: from here on an abort must not abort its transactions (an EndTxn
     may have reached Kafka). A late task finds this mark too and writes nothing."""
-    commit_offset(wire, _aborted_group(prefix, write_id), topic, 0, _WRITE_COMMITTING,
+    commit_offset(wire, aborted_group(prefix, write_id), topic, 0, _WRITE_COMMITTING,
                   "committing")
 
 
-def write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> bool:
-    """Whether a task of batch write ``write_id`` must not write (aborted, or committing)."""
-    return fetch_offset(wire, _aborted_group(prefix, write_id), topic, 0) is not None
+def write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str, *,
+                  node: int | None = None) -> tuple[bool, int]:
+    """Whether a task of batch write ``write_id`` must not write (aborted, or committing),
+    and the group's coordinator (asked first when ``node`` is given: a task's worker keeps
+    it for its next task, ``sink/recall.py``)."""
+    found, where = fetch_offset_at(wire, aborted_group(prefix, write_id), topic, 0, node=node)
+    return found is not None, where
 
 
 def write_committing(wire: KafkaWire, prefix: str, topic: str, write_id: str) -> bool:
     """Whether batch write ``write_id`` started committing (:func:`mark_write_committing`)."""
-    found = fetch_offset(wire, _aborted_group(prefix, write_id), topic, 0)
+    found = fetch_offset(wire, aborted_group(prefix, write_id), topic, 0)
     return found is not None and found[0] == _WRITE_COMMITTING
 
 
@@ -186,15 +201,24 @@ def mark_batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str,
     initialises its id after the fence finds the mark and aborts its own transaction. The
     offset says which batch (``batch_id + 1``; 0 once cleared): Tansu drops the metadata.
     """
-    commit_offset(wire, _aborted_group(prefix, lineage), topic, 0, batch_id + 1,
+    commit_offset(wire, aborted_group(prefix, lineage), topic, 0, batch_id + 1,
                   json.dumps({"batch": batch_id}))
 
 
 def batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str,
                   batch_id: int) -> bool:
     """Whether the driver aborted streaming batch ``batch_id`` of query ``lineage``."""
-    found = fetch_offset(wire, _aborted_group(prefix, lineage), topic, 0)
-    return found is not None and found[0] == batch_id + 1
+    return batch_aborted_at(wire, prefix, topic, lineage, batch_id)[0]
+
+
+def batch_aborted_at(wire: KafkaWire, prefix: str, topic: str, lineage: str, batch_id: int,
+                     *, node: int | None = None) -> tuple[bool, int]:
+    """:func:`batch_aborted`, asking ``node`` first (the group's coordinator an earlier task
+    of this worker found: ``sink/recall.py``; one that moved answers NOT_COORDINATOR and is
+    looked up again); returns the answer and the coordinator that gave it. One OffsetFetch
+    on a kept connection when ``node`` is right."""
+    found, where = fetch_offset_at(wire, aborted_group(prefix, lineage), topic, 0, node=node)
+    return found is not None and found[0] == batch_id + 1, where
 
 
 def clear_batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str) -> None:
@@ -202,7 +226,7 @@ def clear_batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str) 
 
     Called after the run's fencing at start, which ended every earlier task's transaction.
     """
-    group = _aborted_group(prefix, lineage)
+    group = aborted_group(prefix, lineage)
     found = fetch_offset(wire, group, topic, 0)
     if found is not None and found[0] > 0:
         commit_offset(wire, group, topic, 0, 0, json.dumps({"cleared": found[0] - 1}))

@@ -43,7 +43,7 @@ from .claims import (
     claim_prefix,
     mark_write_committing,
 )
-from .committer import FinishReport, Liveness, confirm, finish, outcome_unknown
+from .committer import FinishReport, Liveness, confirm, finish, opening_lanes, outcome_unknown
 from .log_copy import txn_key
 from .pool_upkeep import PoolOwner, clean_up, fence_pool
 from .previous_write import previous_write_completed
@@ -269,7 +269,11 @@ class DriverProtocol(Aborting):
         batch = BATCH_WRITE if batch_id is None else batch_id
         decisions = self._view(lineage) if self.decisions is not None else None
         identity: BatchIdentity | None = None
-        with self.wire_factory() as wire:
+        transactions = sum(h.open for h in handoffs)
+        # The EndTxn round's connections open while the log is read, the transactions are
+        # checked and the decision is written (committer.opening_lanes): a query's first
+        # commit no longer opens them all inside its EndTxn round (docs/scale.md).
+        with self.wire_factory() as wire, opening_lanes(wire, transactions) as lanes:
             timed.mark("connect")
             if decisions is not None:
                 self.lineage = self.lineage or lineage or None
@@ -302,6 +306,8 @@ class DriverProtocol(Aborting):
                 mark_write_committing(wire, self.ids.prefix, topic, lineage)
             fault_point("commit.after_decision")
             timed.mark("decision")
+            lanes.wait()
+            timed.mark("lanes")
             report = finish(wire, handoffs, commit=True, deadline_s=self.commit_deadline_s,
                             coordinators=found.coordinators)
             timed.mark("endtxn")

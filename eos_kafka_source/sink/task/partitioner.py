@@ -28,9 +28,14 @@ _MEMO_LIMIT = 1 << 16
 class Router:
     """Routes the rows of Arrow batches to (topic, partition) selections."""
 
-    def __init__(self, topic: str | None, partitions_of: Callable[[str], int], start: int) -> None:
+    def __init__(self, topic: str | None, partitions_of: Callable[[str], int], start: int,
+                 refresh: Callable[[str], int] | None = None) -> None:
         self.topic = topic
         self.partitions_of = partitions_of
+        #: Asks the broker for a topic's partition count again (the one known may be an
+        #: earlier task's, kept by its worker: sink/recall.py), before a row asking for a
+        #: partition past it is refused.
+        self.refresh = refresh
         self._sticky = itertools.count(start)
         self._memo: dict[tuple[bytes, int], int] = {}
 
@@ -70,6 +75,11 @@ class Router:
                 if p is None:
                     p = self._keyed(rows, i, count, fallback)
                 elif not 0 <= p < count:
+                    if self.refresh is not None and self.refresh(topic) > count:
+                        # Partitions were added: route this topic's rows again (none of them
+                        # was handed out yet) with the new count.
+                        yield from self._by_partition(topic, rows, selection, chunk)
+                        return
                     raise TopicNotFoundError(
                         f"a row asks for partition {p} of topic {topic}, which has {count} "
                         f"partitions (0..{count - 1})"

@@ -39,6 +39,7 @@ from ...wire import (
 from ...wire.cluster import fresh_leaders, topic_configs
 from ...wire.retry import Deadline
 from ..handoff import TxnHandoff
+from ..recall import MAX_MESSAGE_BYTES, TOPICS, TXN_COORDINATORS, reachable
 from .batching import (
     BATCH_OVERHEAD,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -141,7 +142,7 @@ class TaskWriter:
         self._buffers: dict[TopicPartition, _Pending] = {}
         self._batch_bytes: dict[str, int] = {}
         self._router = Router(topic, lambda t: len(self._info(t).leaders),
-                              start=context.get("task_partition", 0))
+                              start=context.get("task_partition", 0), refresh=self._refetch)
         self.bytes = 0
         extra = dict(wire.config.extra)
         self.max_request_size = int(extra.get("max.request.size", _MAX_REQUEST_SIZE))
@@ -161,11 +162,20 @@ class TaskWriter:
         if self.transactional_id is None:
             self.producer = init_idempotent(self.wire, topic=self.topic, deadline_s=self.block_s)
             return
-        self.coordinator = find_coordinator(self.wire, self.transactional_id, deadline=deadline)
-        self.producer = init_producer_ids(
-            self.wire, self.coordinator, [self.transactional_id], self.timeout_ms,
-            deadline_s=deadline,
-        )[self.transactional_id]
+        tid, config = self.transactional_id, self.wire.config
+        kept = TXN_COORDINATORS.get(config, tid)
+        if kept is not None and reachable(self.wire, kept):
+            self.coordinator = kept  # a coordinator that moved answers NOT_COORDINATOR
+        else:                        # and InitProducerId looks it up again (recall.py)
+            self.coordinator = find_coordinator(self.wire, tid, deadline=deadline)
+            TXN_COORDINATORS.put(config, tid, self.coordinator)
+        try:
+            self.producer = init_producer_ids(
+                self.wire, self.coordinator, [tid], self.timeout_ms, deadline_s=deadline,
+            )[tid]
+        except BaseException:
+            TXN_COORDINATORS.forget(config, tid)
+            raise
 
     def write_batches(self, batches: Iterable[pa.RecordBatch]) -> None:
         for batch in batches:
@@ -281,35 +291,53 @@ class TaskWriter:
     def _info(self, topic: str) -> TopicInfo:
         info = self._topics.get(topic)
         if info is None:
-            info = require_topics(self.wire, [topic])[topic]
+            info = TOPICS.get(self.wire.config, topic)  # an earlier task's (recall.py)
+            if info is None:
+                info = require_topics(self.wire, [topic])[topic]
+                TOPICS.put(self.wire.config, topic, info)
             self._topics[topic] = info
         return info
+
+    def _refetch(self, topic: str) -> int:
+        """The topic's partition count, asked again (the Router, before refusing a row)."""
+        info = self._topics[topic] = require_topics(self.wire, [topic])[topic]
+        TOPICS.put(self.wire.config, topic, info)
+        return len(info.leaders)
 
     def _leader(self, tp: TopicPartition) -> int:
         return self._info(tp[0]).leaders.get(tp[1], -1)
 
     def _refresh(self, deadline: Deadline) -> None:
         """Ask for the leaders again (after NOT_LEADER_OR_FOLLOWER or a lost broker)."""
-        self._topics.update(fresh_leaders(self.wire, sorted(self._topics), deadline=deadline))
+        fresh = fresh_leaders(self.wire, sorted(self._topics), deadline=deadline)
+        self._topics.update(fresh)
+        for topic, info in fresh.items():
+            TOPICS.put(self.wire.config, topic, info)
 
     def _batch_limit(self, topic: str) -> int:
         """Bytes per record batch: the topic's max.message.bytes, ``kafka.batch.size``, and one
         batch must fit in a request of ``kafka.max.request.size``."""
         limit = self._batch_bytes.get(topic)
         if limit is None:
-            try:
-                configs = topic_configs(self.wire, topic, ["max.message.bytes"])
-            except NotAuthorizedError as exc:
-                # DESCRIBE_CONFIGS is optional (docs/acls.md): Kafka's default it is. A topic
-                # set lower than that refuses a batch with RECORD_TOO_LARGE, which says so.
-                log.info("eoskafka: cannot read max.message.bytes of %s, assuming %d: %s",
-                         topic, DEFAULT_MAX_MESSAGE_BYTES, exc.refusal.command())
-                configs = {}
-            topic_max = int(configs.get("max.message.bytes", DEFAULT_MAX_MESSAGE_BYTES))
+            topic_max = MAX_MESSAGE_BYTES.get(self.wire.config, topic)  # recall.py
+            if topic_max is None:
+                topic_max = self._max_message_bytes(topic)
+                MAX_MESSAGE_BYTES.put(self.wire.config, topic, topic_max)
             # kafka.batch.size caps it too (a record bigger than that still goes, alone).
             limit = self._batch_bytes[topic] = min(topic_max, self._request_budget,
                                                    max(self.batch_bytes, 1) + BATCH_OVERHEAD)
         return limit
+
+    def _max_message_bytes(self, topic: str) -> int:
+        try:
+            configs = topic_configs(self.wire, topic, ["max.message.bytes"])
+        except NotAuthorizedError as exc:
+            # DESCRIBE_CONFIGS is optional (docs/acls.md): Kafka's default it is. A topic
+            # set lower than that refuses a batch with RECORD_TOO_LARGE, which says so.
+            log.info("eoskafka: cannot read max.message.bytes of %s, assuming %d: %s",
+                     topic, DEFAULT_MAX_MESSAGE_BYTES, exc.refusal.command())
+            configs = {}
+        return int(configs.get("max.message.bytes", DEFAULT_MAX_MESSAGE_BYTES))
 
     # -- sending ---------------------------------------------------------------------------
 
@@ -326,6 +354,7 @@ class TaskWriter:
                 self.wire, self.coordinator, self.transactional_id, self.producer, new,
                 deadline_s=self.block_s,
             )
+            TXN_COORDINATORS.put(self.wire.config, self.transactional_id, self.coordinator)
         self._in_txn.update(new)
         columns = {tp: p.columns() for tp, p in buffers.items()}
         slices = {

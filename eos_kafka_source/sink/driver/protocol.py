@@ -43,7 +43,8 @@ from .claims import (
     claim_prefix,
     mark_write_committing,
 )
-from .committer import FinishReport, Liveness, confirm, finish, opening_lanes, outcome_unknown
+from .committer import FinishReport, Liveness, confirm, finish, outcome_unknown
+from .lanes import opening_lanes
 from .log_copy import txn_key
 from .pool_upkeep import PoolOwner, clean_up, fence_pool
 from .previous_write import previous_write_completed
@@ -271,7 +272,7 @@ class DriverProtocol(Aborting):
         identity: BatchIdentity | None = None
         transactions = sum(h.open for h in handoffs)
         # The EndTxn round's connections open while the log is read, the transactions are
-        # checked and the decision is written (committer.opening_lanes): a query's first
+        # checked and the decision is written (lanes.opening_lanes): a query's first
         # commit no longer opens them all inside its EndTxn round (docs/scale.md).
         with self.wire_factory() as wire, opening_lanes(wire, transactions) as lanes:
             timed.mark("connect")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from ..client_config import (
+from ..client_keys import (
     PREFIX,
     closest,
     shown,

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..client_config import _REJECTED, CONNECTION_KEYS, PASSTHROUGH_KEYS, PREFIX
+from ..client_keys import CONNECTION_KEYS, PASSTHROUGH_KEYS, PREFIX, REJECTED
 from ..kerberos_config import KERBEROS_PASSTHROUGH
 from ..oauth_config import OAUTH_PASSTHROUGH
 from ._common import SINK_OPTIONS, SOURCE_IGNORED, SOURCE_OPTIONS
@@ -118,7 +118,7 @@ SINK = (
         "is written whenever the input has one"),
 )
 
-#: ``kafka.*`` keys read the same way by both sides (client_config.CONNECTION_KEYS).
+#: ``kafka.*`` keys read the same way by both sides (client_keys.CONNECTION_KEYS).
 CONNECTION = (
     Opt("bootstrap.servers", "required", "`host:port[,host:port]`"),
     Opt("security.protocol", "`PLAINTEXT`", "`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT`, `SASL_SSL`",
@@ -266,7 +266,7 @@ def render() -> str:
              "Java client settings a Spark job may carry; accepted on both sides and ignored "
              "(tuning of a client eoskafka does not run): "
              + ", ".join(f"`{PREFIX}{k}`" for k in no_effect()) + ".", "",
-             "### Refused", "", "On both sides:", "", *_reasons(_REJECTED), "",
+             "### Refused", "", "On both sides:", "", *_reasons(REJECTED), "",
              "On the source:", "", *_reasons(_SOURCE_REFUSED), "",
              "On the sink:", "", *_reasons(_SINK_REFUSED), "", END]
     return "\n".join(lines) + "\n"

@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..client_config import (
-    CONSUMER_KEYS,
-    PREFIX,
-    ClientConfig,
-    normalize_options,
-)
+from ..client_config import ClientConfig
+from ..client_keys import CONSUMER_KEYS, PREFIX, normalize_options
 from ..errors import ConfigError
 from ._common import (
     _ID_PREFIX,

@@ -8,12 +8,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..client_config import (
-    PREFIX,
-    PRODUCER_KEYS,
-    ClientConfig,
-    normalize_options,
-)
+from ..client_config import ClientConfig
+from ..client_keys import PREFIX, PRODUCER_KEYS, normalize_options
 from ..errors import ConfigError
 from ..offsets import (
     EARLIEST,

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import kafka.errors as kerrors
@@ -33,8 +32,11 @@ from ..errors import (
     for_code,
 )
 from ._kafka_python_fixes import install as _install_kafka_python_fixes
-from .oauth import OAuthTokenError, describe_claims, token_provider
-from .redact import protect, redact
+from .bootstrap import bootstrap, bootstrap_nodes, try_connect
+from .oauth import token_provider
+from .redact import protect
+from .refusals import describe, refusal
+from .sessions import all_sessions_left_s, session_left_s, session_margin_s
 
 log = logging.getLogger(__name__)
 _install_kafka_python_fixes()  # Kafka's answer to a refused login reaches us (see module)
@@ -66,16 +68,6 @@ VERSION_CAPS: dict[str, int] = {
     "ListTransactionsRequest": 2,
     "DescribeProducersRequest": 0,
 }
-
-#: Texts of TLS handshake failures that retrying cannot fix.
-_TLS_REFUSALS = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "WRONG_VERSION_NUMBER",
-                 "mismatch", "doesn't match", "UNKNOWN_CA", "BAD_CERTIFICATE",
-                 "CERTIFICATE_REQUIRED")
-#: Texts of failures to load this side's TLS files (missing, not PEM, wrong key password).
-_TLS_FILE_ERRORS = ("PEM lib", "BAD_DECRYPT", "NO_START_LINE", "KEY_VALUES_MISMATCH",
-                    "NO_CERTIFICATE_OR_CRL_FOUND", "No such file", "Is a directory",
-                    "Permission denied")
-
 
 class KafkaWire:
     """A connection pool to one cluster; not thread-safe; close() when done.
@@ -124,24 +116,24 @@ class KafkaWire:
         first: BaseException | None = None  # reported: later ones are often time-outs
         # Each bootstrap server in turn gets its share of the deadline: one that accepts
         # connections but never answers (paused, stalled) must not use it all up.
-        nodes = _bootstrap_nodes(client)
+        nodes = bootstrap_nodes(client)
         share_ms = max(deadline_ms // max(len(nodes), 1), 1000)
         up: str | None = None
         try:
             for attempt in itertools.count():
                 node = nodes[attempt % len(nodes)] if nodes else None
-                error, in_sasl, up = _attempt(client, min(share_ms, _ms_left(deadline)), node)
+                error, in_sasl, up = try_connect(client, min(share_ms, _ms_left(deadline)), node)
                 if error is None:
                     break
                 first = first or error
-                refused = self._refusal(error, in_sasl)
+                refused = refusal(self.config, error, in_sasl)
                 if refused is not None:
                     raise refused
                 if _ms_left(deadline) <= 1:
                     raise error
                 # kafka-python's reconnect backoff: 50 ms doubling, at most 1 s
                 client.poll(timeout_ms=min(50 << min(attempt, 5), 1000, _ms_left(deadline)))
-            _bootstrap(client, _ms_left(deadline), via=up)
+            bootstrap(client, _ms_left(deadline), via=up)
         except AuthenticationError:
             client.close()
             raise
@@ -149,84 +141,13 @@ class KafkaWire:
             client.close()
             raise BrokerUnreachableError(
                 f"could not connect to Kafka at {','.join(config.bootstrap_servers)} "
-                f"within {deadline_ms} ms ({_describe(first or exc)}); check "
+                f"within {deadline_ms} ms ({describe(first or exc)}); check "
                 "kafka.bootstrap.servers, that the broker is up and reachable from this "
                 "host, and that kafka.security.protocol is the listener's (a listener that "
                 "requires SASL or TLS drops clients that do not use it; a TLS client gets no "
                 "answer, or a closed connection, from a listener that does not speak TLS)"
             ) from None
         return client
-
-    def _refusal(self, exc: BaseException, in_sasl: bool) -> AuthenticationError | None:
-        """The error for a first connection the broker refused for good (bad credentials,
-        an untrusted certificate), or None when retrying may help."""
-        config, servers = self.config, ",".join(self.config.bootstrap_servers)
-        if isinstance(exc, OAuthTokenError):  # raised by the token source, inside kafka-python
-            return exc
-        if in_sasl and config.kerberos is not None:
-            return _kerberos_refusal(exc, config, servers)
-        if isinstance(exc, (kerrors.UnsupportedSaslMechanismError, kerrors.IllegalSaslStateError)):
-            # Refused at SaslHandshake, before any credential was sent: Kafka answers 33 for
-            # a mechanism the listener does not enable, 34 on a listener without SASL.
-            return AuthenticationError(
-                f"the listener at {servers} does not accept SASL {config.sasl_mechanism} "
-                f"({_describe(exc)}); check that kafka.security.protocol "
-                f"({config.security_protocol}) is the protocol of this listener (a PLAINTEXT "
-                "or SSL listener does no SASL) and that kafka.sasl.mechanism is one of the "
-                "broker's sasl.enabled.mechanisms for it"
-            )
-        if in_sasl and config.oauth is not None:
-            source = token_provider(config.oauth)
-            said = f"; it answered {source.last_refusal}" if source.last_refusal else ""
-            return AuthenticationError(
-                f"the broker at {servers} refused the OAUTHBEARER token from "
-                f"{config.oauth.source} ({_describe(exc)}{said}; the token: "
-                f"{describe_claims(source.current)}); check that the token's audience is the "
-                "broker's sasl.oauthbearer.expected.audience (ask the identity provider for it, "
-                "e.g. with scope in kafka.sasl.jaas.config), that its issuer and signing key "
-                "are the ones the broker trusts (sasl.oauthbearer.jwks.endpoint.url), that it "
-                "has not expired (this host's clock), and that the listener enables "
-                "OAUTHBEARER"
-            )
-        if in_sasl and config.sasl_token_auth:
-            return AuthenticationError(
-                f"the broker at {servers} refused the delegation token "
-                f"{config.sasl_username!r} (SASL {config.sasl_mechanism}, tokenauth; "
-                f"{_describe(exc)}); the token has expired (not renewed within the broker's "
-                "delegation.token.expiry.time.ms, or past its delegation.token.max.lifetime.ms) "
-                "or was never created there: obtain a new one on the driver and restart the "
-                "query with it (docs/security.md#delegation-tokens); the listener must also "
-                "enable this SCRAM mechanism"
-            )
-        if in_sasl:
-            return AuthenticationError(
-                f"the broker at {servers} refused SASL {config.sasl_mechanism} authentication "
-                f"as user {config.sasl_username!r} ({_describe(exc)}); check the user name and "
-                "password in kafka.sasl.jaas.config (or kafka.sasl.username / "
-                "kafka.sasl.password), that kafka.sasl.mechanism is enabled on the broker, "
-                "and that the user exists there for that mechanism"
-            )
-        text = _describe(exc)
-        if not config.security_protocol.endswith("SSL"):
-            return None
-        if any(marker in text for marker in _TLS_FILE_ERRORS):
-            return AuthenticationError(
-                f"could not load the TLS files for {servers} ({text}); check that "
-                "kafka.ssl.truststore.location (or kafka.ssl.ca.location), "
-                "kafka.ssl.certificate.location and kafka.ssl.key.location name readable PEM "
-                "files and that kafka.ssl.key.password decrypts the key"
-            )
-        if any(marker in text for marker in _TLS_REFUSALS):
-            return AuthenticationError(
-                f"the TLS handshake with {servers} failed ({text}); check that "
-                "kafka.ssl.truststore.location (or kafka.ssl.ca.location) is the PEM file of "
-                "the CA that signed the broker's certificate, that the host in "
-                "kafka.bootstrap.servers is one the certificate names (or set "
-                "kafka.ssl.endpoint.identification.algorithm to ''), that this listener "
-                "speaks TLS, and, if the broker requires client certificates, "
-                "kafka.ssl.certificate.location and kafka.ssl.key.location"
-            )
-        return None
 
     def sibling(self, index: int) -> KafkaWire:
         """Another wire to the same cluster (its own connections), made on first use and
@@ -330,7 +251,7 @@ class KafkaWire:
             except Exception as exc:
                 raise ConnectionDroppedError(
                     f"{what}: could not connect to broker {self._address(node)} "
-                    f"({_describe(exc)})"
+                    f"({describe(exc)})"
                 ) from None
         return node, client.send(node, request)
 
@@ -366,7 +287,7 @@ class KafkaWire:
                 exc = future.exception
                 raise ConnectionDroppedError(
                     f"{what}: broker {self._address(node)} dropped the connection "
-                    f"({_describe(exc)})"
+                    f"({describe(exc)})"
                 ) from None
         return [future.value for _, future in pending]
 
@@ -409,165 +330,7 @@ class KafkaWire:
             log.debug("could not update cluster metadata", exc_info=True)
 
 
-def _safe(exc: BaseException) -> str:
-    """An exception's text, short, with any registered secret masked."""
-    text = redact(str(exc)) or type(exc).__name__
-    return text[:300]
-
-
-def _describe(exc: BaseException) -> str:
-    """``Type: text`` of an exception, without the type names kafka-python repeats."""
-    name, text = type(exc).__name__, _safe(exc)
-    text = re.sub(r"\b(\w+): (?:\1: )+", r"\1: ", text)
-    return text if name in text else f"{name}: {text}"
-
-
 def _ms_left(deadline: float) -> int:
     return max(int((deadline - time.monotonic()) * 1000), 1)
 
 
-def _kerberos_refusal(exc: BaseException, config: ClientConfig,
-                      servers: str) -> AuthenticationError:
-    """A GSSAPI sign-in that failed: our own KerberosError (no ticket, from wire/kerberos.py)
-    as it is, else the broker's refusal of the ticket."""
-    from .kerberos import KerberosError
-
-    if isinstance(exc, KerberosError):
-        return exc
-    krb = config.kerberos
-    assert krb is not None
-    return AuthenticationError(
-        f"the broker at {servers} refused Kerberos (SASL GSSAPI) sign-in as {krb.principal} "
-        f"({_describe(exc)}); check that kafka.sasl.kerberos.service.name ({krb.service_name}) "
-        "is the first part of the broker's principal and that the host in "
-        "kafka.bootstrap.servers is the one in it, that the broker's keytab holds that "
-        "principal's current key, and that the listener enables GSSAPI"
-    )
-
-
-def _bootstrap_nodes(client: KafkaNetClient) -> list[str]:
-    """kafka-python's ids of the bootstrap servers, in the order given (empty if its
-    internals are not the ones expected)."""
-    cluster = getattr(getattr(client, "_manager", None), "cluster", None)
-    brokers = getattr(cluster, "bootstrap_brokers", None)
-    return [b.node_id for b in brokers()] if callable(brokers) else []
-
-
-def _attempt(client: KafkaNetClient, timeout_ms: int,
-             node: str | None = None) -> tuple[BaseException | None, bool, str | None]:
-    """Open one connection to a bootstrap server (``node``, else kafka-python's choice) and
-    wait until it is up or has failed.
-
-    kafka-python retries failed bootstrap connections until its deadline, even when the
-    broker refused the credentials, and then reports only "Unable to bootstrap". Making
-    the attempts here lets a refusal fail at once, with its reason. Returns ``(None,
-    False, node)`` when the connection came up (``(None, False, None)`` when kafka-python's
-    internals are not the ones expected: then :func:`_bootstrap` alone decides), else its
-    error and whether it failed during SASL authentication (after ApiVersions, with SASL on).
-    """
-    # The manager's get_connection, not client.maybe_connect: a failed connection must not
-    # start kafka-python's background bootstrap, which has no deadline.
-    get_connection = getattr(getattr(client, "_manager", None), "get_connection", None)
-    node = node if node is not None else client.least_loaded_node(bootstrap_fallback=True)
-    if get_connection is None or node is None:
-        return None, False, None
-    try:
-        conn = get_connection(node, timeout_ms=timeout_ms, refresh_metadata_on_err=False)
-    except Exception:  # not ready (kafka-python's backoff) or unknown: let _bootstrap decide
-        return None, False, None
-    future = getattr(conn, "init_future", None)
-    if future is None:
-        return None, False, None
-    if not future.is_done:
-        client.poll(timeout_ms=timeout_ms, future=future)
-    if not future.is_done:  # a paused broker; a TLS handshake with a plain listener
-        error = kerrors.KafkaTimeoutError(f"no answer within {timeout_ms} ms")
-        conn.close(error)
-        return error, False, None
-    if future.succeeded():
-        return None, False, node
-    in_sasl = bool(getattr(conn, "sasl_enabled", False)) and (
-        getattr(conn, "broker_version_data", None) is not None)
-    return future.exception, in_sasl, None
-
-
-def _bootstrap(client: KafkaNetClient, timeout_ms: int, via: str | None = None) -> None:
-    """Fetch the cluster's metadata, within ``timeout_ms`` whatever happens.
-
-    ``KafkaNetClient.check_version`` waits on kafka-python's bootstrap, whose deadline
-    is checked only between connection attempts; an attempt that never ends (kafka-python
-    3.0 puts no deadline on the TLS handshake) makes it wait forever. Here the wait is
-    our own. ``via``: the bootstrap server whose connection :func:`_attempt` just saw come
-    up; kafka-python's bootstrap would pick one at random, perhaps a paused one, and wait
-    on it for the whole deadline.
-    """
-    manager = getattr(client, "_manager", None)
-    start = getattr(manager, "bootstrap_async", None)
-    if start is None:
-        client.check_version(timeout_ms=timeout_ms)
-        return
-    cluster = getattr(manager, "cluster", None)
-    only = [b for b in cluster.bootstrap_brokers() if b.node_id == via] if via else []
-    if only:  # for this bootstrap only (an instance attribute over the method)
-        cluster.bootstrap_brokers = lambda: only
-    try:
-        future = start(timeout_ms=timeout_ms)
-        client.poll(timeout_ms=timeout_ms, future=future)
-    finally:
-        if only:
-            del cluster.bootstrap_brokers
-    if not future.is_done:
-        raise kerrors.KafkaTimeoutError(f"no broker answered within {timeout_ms} ms")
-    if future.failed():
-        raise future.exception
-
-
-#: A SASL session with less than this share of its lifetime left (at most
-#: SESSION_MARGIN_S seconds) is not used for another request: kafka-python re-authenticates
-#: at 85-95%, so only a connection it missed comes this close.
-SESSION_MARGIN = 0.04
-SESSION_MARGIN_S = 2.0
-
-
-def connections(client: KafkaNetClient | None) -> dict[int, Any]:
-    """kafka-python 3.0's open connections by node id ({} if its internals moved)."""
-    return dict(getattr(getattr(client, "_manager", None), "_conns", None) or {})
-
-
-def session_margin_s(client: KafkaNetClient | None, node: int) -> float:
-    reauth = getattr(connections(client).get(node), "_reauth", None)
-    lifetime_s = getattr(reauth, "session_lifetime_ms", 0) / 1000
-    return min(SESSION_MARGIN_S, SESSION_MARGIN * lifetime_s)
-
-
-def _session_left(conn: Any) -> float | None:
-    """Seconds until ``conn``'s SASL session ends, None if it has no end (kafka-python
-    3.0's ``SaslReauthenticator``; None if its internals are not the ones expected)."""
-    reauth = getattr(conn, "_reauth", None)
-    lifetime_ms = getattr(reauth, "session_lifetime_ms", 0)
-    since = getattr(reauth, "authenticated_at", None)
-    if not lifetime_ms or since is None or getattr(reauth, "is_reauthenticating", False):
-        return None
-    return since + lifetime_ms / 1000 - time.monotonic()
-
-
-def session_left_s(client: KafkaNetClient | None, node: int) -> float | None:
-    """Seconds left in the SASL session of the connection to ``node`` with no request in
-    flight, else None."""
-    conn = connections(client).get(node)
-    if conn is None or getattr(conn, "in_flight_requests", None):
-        return None
-    return _session_left(conn)
-
-
-def all_sessions_left_s(client: KafkaNetClient | None) -> list[float]:
-    return [left for conn in connections(client).values()
-            if (left := _session_left(conn)) is not None]
-
-
-def is_connection_error(exc: BaseException) -> bool:
-    return isinstance(exc, (ConnectionDroppedError, kerrors.KafkaConnectionError))
-
-
-def flatten(items: Iterable[Iterable[Any]]) -> list[Any]:
-    return [x for group in items for x in group]

@@ -9,20 +9,15 @@ so the documented ACLs name it exactly as they name a PLAIN or SCRAM user.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from kafka.admin import KafkaAdminClient
 
 from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools, ListenerSpec
-from eos_kafka_source.client_config import ClientConfig
-from eos_kafka_source.wire import KafkaWire, create_topic
 from tests.broker import test_acls as matrix
 from tests.brokers import KAFKA_VERSION
-from tests.kafka_helpers import write_plain
 from tests.oauth_kafka import LOGIN_HANDLER, OAUTH_MODULE, VALIDATOR, oauth_jaas
 from tests.oidc_server import AUDIENCE, ISSUER, OidcServer
 
@@ -65,20 +60,7 @@ def acl_oauth_kafka() -> Iterator[OAuthAclKafka]:
                                oidc.jwks_url})
         with cluster:
             admin = cluster.bootstrap_servers
-            with KafkaWire(ClientConfig.from_options({"kafka.bootstrap.servers": admin})) as w:
-                for user in matrix.USERS:
-                    for suffix in (".in", ".out"):
-                        create_topic(w, f"{user}{suffix}", 2)
-            for user in matrix.USERS:
-                write_plain(admin, f"{user}.in", [f"{user}-{i}".encode() for i in range(20)])
-            client = KafkaAdminClient(bootstrap_servers=admin)
-            try:
-                acls = [n.acl("full") for n in matrix.NEEDS]
-                acls += [m.acl(f"no-{n.key}") for n in matrix.NEEDS for m in matrix.NEEDS
-                         if m is not n]
-                assert not client.create_acls(acls)["failed"]
-            finally:
-                client.close()
+            matrix.prepare(admin)
             yield OAuthAclKafka(cluster, admin, oidc.token_url)
             assert KafkaTools(admin).open_transactions() == []
 
@@ -100,11 +82,4 @@ def test_the_documented_acls_suffice(role: str, acl_oauth_kafka: OAuthAclKafka,
 def test_each_missing_acl_fails_fast_naming_it(need: matrix.Need,
                                                acl_oauth_kafka: OAuthAclKafka, tmp_path: Path,
                                                caplog: pytest.LogCaptureFixture) -> None:
-    user = f"no-{need.key}"
-    caplog.set_level(logging.WARNING, "eos_kafka_source")
-    for role in need.roles:
-        first = matrix.refused(acl_oauth_kafka, role, user, tmp_path / role, caplog)
-        assert f"User:{user} may not " in first, (role, first)
-        assert f"--allow-principal User:{user}" in first, (role, first)
-        assert f"{matrix.FLAGS[need.kind]} {need.resource(user)}" in first, (role, first)
-    assert matrix.open_producers(acl_oauth_kafka, f"{user}.out") == set()
+    matrix.refusals_name_the_user(acl_oauth_kafka, need, tmp_path, caplog)

@@ -14,7 +14,6 @@ tests/spark/test_kerberos_stream.py.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections import Counter
 from pathlib import Path
@@ -153,14 +152,7 @@ def test_each_missing_acl_names_the_kerberos_principal(
         caplog: pytest.LogCaptureFixture) -> None:
     """``no-<acl>@EOSKAFKA.TEST`` is Kafka's ``User:no-<acl>`` (default principal-to-local
     rules): the refusal names that user, the resource and the kafka-acls line."""
-    user = f"no-{need.key}"
-    caplog.set_level(logging.WARNING, "eos_kafka_source")
-    for role in need.roles:
-        first = matrix.refused(kerberos_kafka, role, user, tmp_path / role, caplog)
-        assert f"User:{user} may not " in first, (role, first)
-        assert f"--allow-principal User:{user}" in first, (role, first)
-        assert f"{matrix.FLAGS[need.kind]} {need.resource(user)}" in first, (role, first)
-    assert matrix.open_producers(kerberos_kafka, f"{user}.out") == set()
+    matrix.refusals_name_the_user(kerberos_kafka, need, tmp_path, caplog)
 
 
 def test_a_delegation_token_obtained_over_kerberos_signs_the_tasks_in(

@@ -23,9 +23,9 @@ from eos_kafka_source.errors import AuthenticationError, ConfigError
 from eos_kafka_source.source.partition_reader import read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.wire import KafkaWire, create_topic, fetch_metadata
-from eos_kafka_source.wire.connection import all_sessions_left_s, connections
 from eos_kafka_source.wire.kept import close_kept, kept_wire
 from eos_kafka_source.wire.oauth import token_provider
+from eos_kafka_source.wire.sessions import all_sessions_left_s, connections
 from tests.broker.test_security_kafka import VALUE_SCHEMA
 from tests.kafka_security import FAST_S
 from tests.oauth_kafka import (

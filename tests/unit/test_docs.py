@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from eos_kafka_source.cli import build_parser
-from eos_kafka_source.client_config import (
+from eos_kafka_source.client_keys import (
     CONNECTION_KEYS,
     PASSTHROUGH_KEYS,
     ROLE_KEYS,

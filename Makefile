@@ -72,20 +72,28 @@ $(KRB_STAMP): $(STAMP)
 ## their time is spent waiting on brokers, Spark's scheduler and transaction timeouts, not
 ## computing; each set has its own brokers and Spark session on free ports and unique topic
 ## names, so they cannot meet. Each output line starts with its lane; every set runs even
-## when another failed, and the last line gives each lane's exit status.
+## when another failed; each set's time and status is printed as it ends, and the last line
+## gives each lane's exit status. CI puts its heavy targets at the lanes' ends, each lane
+## about as long as the other (.ci/run): LANE1_AFTER and LANE2_AFTER name make targets
+## run after the lane's own sets.
 TEST_LANES ?= 2
+LANE1_AFTER ?=
+LANE2_AFTER ?=
+LANE1 := test-kafka $(LANE1_AFTER)
+LANE2 := test-tansu test-kafka43 test-kafka39 $(LANE2_AFTER)
+## lane TARGET...: each target in turn, its time and status; fails if any failed.
+RUN_LANE = s=0; for t in $(1); do start=$$SECONDS; r=0; $(MAKE) --no-print-directory $$t || r=$$?; \
+	  echo "make test: $$t exited $$r after $$((SECONDS - start)) s"; [ $$r -eq 0 ] || s=1; done; exit $$s
 test: setup lint kafka-jars kerberos-deps
 ifeq ($(TEST_LANES),1)
-	$(MAKE) --no-print-directory --keep-going test-tansu test-kafka test-kafka43 test-kafka39
+	@$(call RUN_LANE,$(LANE1) $(LANE2))
 else
 	@set -o pipefail; \
-	$(MAKE) --no-print-directory test-kafka 2>&1 | sed -u 's/^/[kafka 4.4] /' & kafka=$$!; \
-	( s=0; for t in test-tansu test-kafka43 test-kafka39; do \
-	    $(MAKE) --no-print-directory $$t || s=1; done; exit $$s ) 2>&1 \
-	  | sed -u 's/^/[tansu, 4.3, 3.9] /'; rest=$$?; \
-	wait $$kafka; kafka=$$?; \
-	echo "make test: the Kafka 4.4 lane exited $$kafka, the Tansu, 4.3 and 3.9 lane $$rest"; \
-	exit $$(( kafka || rest ))
+	( $(call RUN_LANE,$(LANE1)) ) 2>&1 | sed -u 's/^/[lane 1] /' & one=$$!; \
+	( $(call RUN_LANE,$(LANE2)) ) 2>&1 | sed -u 's/^/[lane 2] /'; two=$$?; \
+	wait $$one; one=$$?; \
+	echo "make test: lane 1 ($(strip $(LANE1))) exited $$one, lane 2 ($(strip $(LANE2))) $$two"; \
+	exit $$(( one || two ))
 endif
 
 TANSU_SMOKE := tests/broker/test_sink_protocol.py tests/broker/test_tansu_quirks.py
@@ -208,10 +216,15 @@ chaos: setup
 ## The operator round on a 3-node Apache Kafka (tests/chaos/operator_faults.py): a checkpoint
 ## reset with the decision log kept, a restart with changed options, `eoskafka fence` on a
 ## crashed query, a failed batch write rerun with a fixed prefix, ids expiring while the
-## driver is down, a start during a broker outage; one of each (SOAK=N for a soak).
+## driver is down, a start during a broker outage, Kafka's own abort tool on a decided
+## transaction (recovery's read of the log cut once), a rewound checkpoint (refused by name,
+## then restored), a failing decision store, a changed prefix; one of each (SOAK=N for a
+## soak). CHAOS_OPERATOR_DEADLINE (default CHAOS_DEADLINE) bounds it.
+CHAOS_OPERATOR_DEADLINE ?= $(CHAOS_DEADLINE)
 chaos-operator: kafka-jars
 	SOAK=$(SOAK) $(PY) -m tests.chaos --broker kafka --operator \
-	  $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) $(if $(CHAOS_DEADLINE),--deadline $(CHAOS_DEADLINE))
+	  $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) \
+	  $(if $(CHAOS_OPERATOR_DEADLINE),--deadline $(CHAOS_OPERATOR_DEADLINE))
 
 ## The crash-point sweep's full matrix on Apache Kafka (tests/broker/test_crash_points.py):
 ## a driver SIGKILLed at every durable step's crash point (eos_kafka_source/sink/
@@ -233,9 +246,11 @@ sweep: kafka-jars
 ## `make smoke-spark-deps` only creates the venvs and installs each pyspark (the long part,
 ## mostly download): CI runs it in the background beside `make test`. It leaves the checkout
 ## alone (no editable install: that writes eoskafka.egg-info, which the wheel test builds).
+## Both hold a lock (.venv-spark.lock): a smoke run waits for installs still under way.
 SMOKE_SPARK ?= 4.0 4.1 4.2
+SMOKE_LOCK := .venv-spark.lock
 smoke-spark-deps:
-	@set -e; for v in $(SMOKE_SPARK); do \
+	@set -e; exec 9>$(SMOKE_LOCK); flock 9; for v in $(SMOKE_SPARK); do \
 	  venv=.venv-spark$$v; next=$$(echo $$v | awk -F. '{print $$1"."$$2+1}'); \
 	  test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
 	  $$venv/bin/python -m pip install -q --upgrade pip; \
@@ -243,7 +258,7 @@ smoke-spark-deps:
 	done
 
 smoke-spark:
-	@set -e; for v in $(SMOKE_SPARK); do \
+	@set -e; exec 9>$(SMOKE_LOCK); flock 9; for v in $(SMOKE_SPARK); do \
 	  venv=.venv-spark$$v; next=$$(echo $$v | awk -F. '{print $$1"."$$2+1}'); \
 	  echo "== smoke on pyspark $$v.x ($$venv)"; \
 	  test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \

@@ -45,6 +45,18 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"eoskafka test broker: {BROKER_KIND} (EOSKAFKA_TEST_BROKER)"
 
 
+_TIMES = os.environ.get("EOSKAFKA_TEST_TIMES")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With ``EOSKAFKA_TEST_TIMES=FILE``: one line per test phase (seconds, phase, broker,
+    test) appended to FILE, for every pytest run of a `make test` or CI run; where the
+    minutes go (docs/development.md)."""
+    if _TIMES:
+        with open(_TIMES, "a") as out:
+            out.write(f"{report.duration:.2f}\t{report.when}\t{BROKER_KIND}\t{report.nodeid}\n")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Deselect (not skip) the cases written for the other kind of broker."""
     other = "kafka_only" if ON_TANSU else "tansu_only"

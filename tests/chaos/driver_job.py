@@ -104,6 +104,8 @@ def _start(spark: SparkSession, cfg: dict[str, Any], drain: bool) -> StreamingQu
         .option("topic", cfg["output"])
         .option("checkpointLocation", cfg["checkpoint"])
     )
+    if cfg.get("prefix"):  # changed by the operator between runs (operator chaos)
+        writer = writer.option("transactionalIdPrefix", cfg["prefix"])
     if cfg.get("decision_log"):  # kept apart from the checkpoint (survives a reset)
         writer = writer.option("decisionLogLocation", cfg["decision_log"])
     if cfg.get("transaction_timeout_ms"):  # short on Kafka: a driver can be down past it

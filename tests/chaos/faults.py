@@ -210,7 +210,7 @@ class Chaos:
         ckpt = self.cfg.get("decision_log") or self.cfg["checkpoint"]  # where the prefix is from
         size = max(DecisionLog(ckpt).pool().size, 1)
         task = self.rng.randrange(size)
-        tid = TransactionalIdFactory(default_prefix(ckpt)).for_task(task)
+        tid = TransactionalIdFactory(self.cfg.get("prefix") or default_prefix(ckpt)).for_task(task)
         base, when, aimed, landed = None, "at a random moment", None, None
         if self.rng.random() < 0.5:
             # The worst moment: that task has flushed its transaction and is about to hand it

@@ -104,7 +104,8 @@ class KafkaChaos(Chaos):
     def _sink_ids(self) -> list[str]:
         location = self.cfg.get("decision_log") or self.cfg["checkpoint"]
         size = max(DecisionLog(location).pool().size, 1)
-        return TransactionalIdFactory(default_prefix(location)).pool(size)
+        prefix = self.cfg.get("prefix") or default_prefix(location)
+        return TransactionalIdFactory(prefix).pool(size)
 
     def _with_wire(self, what: str, call: Any) -> Any:
         """``call(wire)`` on a fresh connection, retried while the cluster settles."""

@@ -36,7 +36,8 @@ from .kafka_faults import KafkaChaos
 from .pipeline import ROOT
 
 OPERATOR_KINDS = ("reset_checkpoint", "restart_changed_options", "fence_crashed",
-                  "batch_rerun", "ids_expire", "start_during_outage")
+                  "batch_rerun", "ids_expire", "start_during_outage", "kafka_abort_decided",
+                  "rewind_checkpoint", "store_fails", "prefix_change")
 #: The cluster's transactional.id.expiration.ms when ids_expire runs (Kafka's is 7 days).
 ID_EXPIRATION_MS = 10_000
 BATCH_TOPIC, BATCH_ROWS = "chaos-batch", 200
@@ -193,12 +194,130 @@ class OperatorChaos(KafkaChaos):
                      f"while it was down: {outcome}")
 
 
+    def kafka_abort_decided(self) -> None:
+        """Kafka's own ``kafka-transactions abort`` on a decided open transaction (the
+        operator's tool for a "hanging" one) while the driver is down; the restart finds the
+        ABORT marker where its COMMIT should be and copies the records back from the log, its
+        first read of the log cut off by a dropped connection (retried, not a loss)."""
+        from eos_kafka_source.apache_kafka import KafkaTools
+
+        tools = KafkaTools(self.kafka.bootstrap_servers)
+        aborted: list[str] = []
+        for tries in range(1, 4):  # a decision of an empty batch leaves nothing open: again
+            point, landed = self._kill_at(("commit.after_decision",))
+            for partition in range(self.cfg["output_partitions"]):
+                for row in tools.describe_producers(self.cfg["output"], partition):
+                    start = row.get("CurrentTransactionStartOffset", "-1")
+                    if start.isdigit() and not aborted:  # one is enough: its partition's rows
+                        tools.abort_transaction(self.cfg["output"], partition, int(start))
+                        aborted.append(f"{partition}:{start}")
+            if aborted or tries == 3:
+                break
+            since = self.pipeline.mark()
+            self.pipeline.start()
+            self.pipeline.wait_progress(since, 240)
+        flag = self.work / "ctl" / f"drop-{len(self.outcomes)}.fired"
+        self.faults_file.write_text(f"recover.during_read=drop@{flag}")
+        since = self.pipeline.mark()
+        self.pipeline.start()
+        progress = self.pipeline.wait_progress(since, 240)
+        self._disarm()
+        from .verdict import recovery_producer_ids  # a copy was written under the id
+
+        copied = bool(aborted) and bool(recovery_producer_ids(self.kafka.bootstrap_servers))
+        outcome = (f"aborted {aborted[0]}, restarted, "
+                   f"{'copied back from the log' if copied else 'no recovery id seen'}"
+                   if aborted else f"nothing open to abort ({tries} tries)")
+        if aborted and progress is None:
+            outcome += ", NO PROGRESS"
+        self._note("kafka_abort_decided", outcome)
+        self.log.add("kafka_abort_decided", f"driver killed at "
+                     f"{point if landed else 'a random moment'}; kafka-transactions abort: "
+                     f"{outcome}; recovery's read "
+                     f"{'dropped once' if flag.exists() else 'not dropped (no recovery)'}",
+                     point, landed)
+
+    def rewind_checkpoint(self) -> None:
+        """The query stopped, its last batch's ``offsets/N`` and ``commits/N`` deleted (a
+        common way to reprocess); Spark plans batch N again over another range. The sink
+        must refuse it by name; the operator then restores the two files, as the message
+        says, and the query goes on."""
+        self._halt()
+        checkpoint = Path(self.cfg["checkpoint"])
+        done = sorted(int(f.name) for f in (checkpoint / "commits").glob("[0-9]*"))
+        if not done:
+            self.pipeline.start()
+            self._note("rewind_checkpoint", "no batch to rewind")
+            return
+        batch = done[-1]
+        aside = self.work / "ctl" / f"rewound-{batch}"
+        kept = []
+        for sub in ("offsets", "commits"):  # from N on (a batch N+1 the stop interrupted
+            for path in sorted((checkpoint / sub).iterdir()):  # too), with Hadoop's .N.crc
+                number = path.name.strip(".").removesuffix(".crc")
+                if number.isdigit() and int(number) >= batch:
+                    (aside / sub).mkdir(parents=True, exist_ok=True)
+                    shutil.move(path, aside / sub / path.name)
+                    kept.append(f"{sub}/{path.name}")
+        since = self.pipeline.mark()
+        self.pipeline.start()
+        refused = self.pipeline.wait_for(
+            lambda e: e["event"] in ("query_failed", "progress")
+            and ("EOSKAFKA_REPLAY_MISMATCH" in e.get("error", "") or e.get("rows", 0) > 0),
+            since, 180)
+        said = refused is not None and refused["event"] == "query_failed"
+        self._halt()
+        if said:  # the operator restores what was deleted (over the offsets/N Spark rewrote)
+            for name in kept:
+                shutil.move(aside / name, checkpoint / name)
+            outcome = "refused by name (EOSKAFKA_REPLAY_MISMATCH), restored, restarted"
+        else:  # the query went on: what Spark wrote stays
+            replanned, old = checkpoint / "offsets" / str(batch), aside / "offsets" / str(batch)
+            same = replanned.exists() and old.exists() and (
+                replanned.read_text().splitlines()[2:] == old.read_text().splitlines()[2:])
+            # Spark may plan the very same range again (a read limit met by both): a replay.
+            outcome = ("the same range planned again (a true replay), accepted" if same
+                       else "NOT REFUSED" if refused else "NO ANSWER in 180 s")
+        self.pipeline.start()
+        self._note("rewind_checkpoint", outcome)
+        self.log.add("rewind_checkpoint", f"offsets/{batch} and commits/{batch} deleted: "
+                     f"{outcome}")
+
+    def store_fails(self) -> None:
+        """The decision store fails one write (a full disk, an object store's 503): the
+        batch fails by name and the query's restart goes on."""
+        since = self.pipeline.mark()
+        base, flag = self._arm("store.write", "raise")
+        failed = self.pipeline.wait_for(lambda e: e["event"] == "query_failed", since, 120)
+        self._disarm()
+        outcome = ("failed, restarted" if failed is not None and flag.exists()
+                   else "not hit in 120 s")
+        self._note("store_fails", outcome)
+        self.log.add("store_fails", f"one decision-store write failed: {outcome}"
+                     + (f" ({failed['error'][:160]})" if failed else ""))
+
+    def prefix_change(self) -> None:
+        """Restarted with another ``transactionalIdPrefix`` after a crash mid-commit: the
+        old prefix's open transactions are fenced (the decision log names them), the new
+        prefix writes from there."""
+        point, landed = self._kill_at(("commit.before_decision", "commit.after_decision",
+                                       "commit.between_endtxn"))
+        self.cfg["prefixes"] = self.cfg.get("prefixes", 0) + 1
+        self.cfg["prefix"] = f"chaos-renamed-{self.cfg['prefixes']}"
+        self._save_config()
+        self.pipeline.start()
+        self._note("prefix_change", "restarted with a new prefix")
+        self.log.add("prefix_change", f"driver killed at "
+                     f"{point if landed else 'a random moment'}, restarted with "
+                     f"transactionalIdPrefix={self.cfg['prefix']}", point, landed)
+
+
 def operator_rows(verdict: Any, chaos: OperatorChaos, bootstrap: str) -> None:
     """The operator actions by kind and outcome, and the batch writes' topic judged."""
     for (kind, outcome), n in sorted(chaos.outcomes.items()):
         verdict.row(f"  operator {kind}: {outcome}", n,
-                    problem="FAILED" in outcome or "NO PROGRESS" in outcome
-                    or "SUCCEEDED?" in outcome)
+                    problem=any(bad in outcome for bad in (
+                        "FAILED", "NO PROGRESS", "SUCCEEDED?", "NOT REFUSED", "NO ANSWER")))
     if chaos._batch_runs:
         from tests.oracle import committed_view
 

@@ -197,6 +197,8 @@ def judge(bootstrap: str, cfg: dict[str, Any], ledger: Ledger, faults: list[dict
         v.row("producer ids in output log", f"{len(pids)} (ids expired: no bound)")
     else:
         recovering = pids & recovery_producer_ids(bootstrap)
+        # A prefix changed by the operator is a new pool, with its own producer ids.
+        bound *= 1 + cfg.get("prefixes", 0)
         v.row("producer ids in output log",
               f"{len(pids)} (bound {bound}"
               + (f", plus {len(recovering)} recovery id)" if recovering else ")"),

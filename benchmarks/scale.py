@@ -1,13 +1,14 @@
 """Scale of one batch: the driver's commit as tasks (64, 256, 1,000) and output partitions grow.
 
-Runs on a 3-node Apache Kafka 4.3 (KRaft, every topic and ``__transaction_state``
-replicated 3 times, min.insync.replicas 2). For each output topic (8 and 64 partitions)
-and each task count N, a batch is prepared as Spark's tasks would prepare it: N
-:class:`TaskWriter`s (on a few threads, as executors run them side by side) each open a
-transaction on their own transactional id (``prefix-<task>``: the ids hash to every
-``__transaction_state`` partition, so coordinators sit on all three nodes), write
-:data:`RECORDS_PER_PARTITION` records to every output partition and hand it off. Then
-:class:`DriverProtocol.commit` runs (decision log on local disk), and its steps are timed:
+Runs on a 3-node Apache Kafka (the benchmarks' version, :data:`.common.KAFKA_VERSION`;
+KRaft, every topic and ``__transaction_state`` replicated 3 times, min.insync.replicas 2).
+For each output topic (8 and 64 partitions) and each task count N, a batch is prepared as
+Spark's tasks would prepare it: N :class:`TaskWriter`s (on a few threads, as executors run
+them side by side) each open a transaction on their own transactional id (``prefix-<task>``:
+the ids hash to every ``__transaction_state`` partition, so coordinators sit on all three
+nodes), write :data:`RECORDS_PER_PARTITION` records to every output partition and hand it
+off. Then :class:`DriverProtocol.commit` runs (decision log on local disk), and its steps
+are timed:
 
 - lookup: FindCoordinator for every id (one batched request, v4+);
 - liveness: the pre-decision check that every transaction is still live;
@@ -57,7 +58,7 @@ from eos_kafka_source.wire import (
 )
 from eos_kafka_source.wire.kept import close_kept
 
-from .common import unique, value_batches
+from .common import KAFKA_LABEL, KAFKA_VERSION, unique, value_batches
 from .common.charts import line_chart
 from .throughput.sink import EosSink
 
@@ -248,7 +249,7 @@ def save(out: Path, cells: list[Cell], env: dict[str, object]) -> None:
             (c.tasks, c.median("commit") * 1000))
         series.setdefault(f"visible, {c.partitions} partitions", []).append(
             (c.tasks, c.median("visible") * 1000))
-    line_chart(out.with_suffix(".png"), "Driver commit of one batch, 3-node Kafka 4.3",
+    line_chart(out.with_suffix(".png"), f"Driver commit of one batch, 3-node {KAFKA_LABEL}",
                "tasks (one transaction each, over every partition)", "ms (median)", series,
                logx=True)
 
@@ -304,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     partition_counts = [int(p) for p in args.partitions.split(",")]
     env: dict[str, object] = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "broker": "Apache Kafka 4.3, 3 nodes (KRaft, combined roles), every topic and "
+        "broker": f"{KAFKA_LABEL}, 3 nodes (KRaft, combined roles), every topic and "
                   "__transaction_state (10 partitions) replicated 3×, min.insync.replicas 2, "
                   "all on this machine",
         "cores": os.cpu_count(),
@@ -314,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         "code": str(Path(eos_kafka_source.__file__).parent),
     }
     cells = []
-    with KafkaCluster(nodes=3, version="4.3") as kafka:
+    with KafkaCluster(nodes=3, version=KAFKA_VERSION) as kafka:
         cfg = ClientConfig.from_options({"kafka.bootstrap.servers": kafka.bootstrap_servers})
         with KafkaWire(cfg) as wire:
             fetch_metadata(wire, [])

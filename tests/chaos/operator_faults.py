@@ -201,6 +201,17 @@ class OperatorChaos(KafkaChaos):
         first read of the log cut off by a dropped connection (retried, not a loss)."""
         from eos_kafka_source.apache_kafka import KafkaTools
 
+        # Spark's driver takes ~35 s to start again here: past the round's 30 s transaction
+        # timeout the coordinator would abort the other partitions too, nothing of the batch
+        # would commit and it would simply replay, with no recovery to exercise. So this run
+        # and its restart have a long timeout (an option change, picked up at each start).
+        normal = self.cfg.get("transaction_timeout_ms")
+        self.cfg["transaction_timeout_ms"] = 300_000
+        self._save_config()
+        self._halt()
+        since = self.pipeline.mark()
+        self.pipeline.start()
+        self.pipeline.wait_progress(since, 240)
         tools = KafkaTools(self.kafka.bootstrap_servers)
         aborted: list[str] = []
         for tries in range(1, 4):  # a decision of an empty batch leaves nothing open: again
@@ -222,6 +233,8 @@ class OperatorChaos(KafkaChaos):
         self.pipeline.start()
         progress = self.pipeline.wait_progress(since, 240)
         self._disarm()
+        self.cfg["transaction_timeout_ms"] = normal  # from the next start on
+        self._save_config()
         from .verdict import recovery_producer_ids  # a copy was written under the id
 
         copied = bool(aborted) and bool(recovery_producer_ids(self.kafka.bootstrap_servers))

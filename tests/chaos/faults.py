@@ -206,11 +206,17 @@ class Chaos:
         if stopping is None:
             raise RuntimeError("the driver did not react to the stop command in 60s")
 
+    def _sink_pool(self) -> tuple[TransactionalIdFactory, int]:
+        """The sink's ids (the operator's prefix, else the one derived from where the decision
+        log lives) and its pool's size."""
+        location = self.cfg.get("decision_log") or self.cfg["checkpoint"]
+        prefix = self.cfg.get("prefix") or default_prefix(location)
+        return TransactionalIdFactory(prefix), max(DecisionLog(location).pool().size, 1)
+
     def zombie(self) -> None:
-        ckpt = self.cfg.get("decision_log") or self.cfg["checkpoint"]  # where the prefix is from
-        size = max(DecisionLog(ckpt).pool().size, 1)
+        ids, size = self._sink_pool()
         task = self.rng.randrange(size)
-        tid = TransactionalIdFactory(self.cfg.get("prefix") or default_prefix(ckpt)).for_task(task)
+        tid = ids.for_task(task)
         base, when, aimed, landed = None, "at a random moment", None, None
         if self.rng.random() < 0.5:
             # The worst moment: that task has flushed its transaction and is about to hand it

@@ -34,8 +34,6 @@ from kafka.protocol.metadata import MetadataRequest
 
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.client_config import ClientConfig
-from eos_kafka_source.sink.decisions.log import DecisionLog
-from eos_kafka_source.sink.naming import TransactionalIdFactory, default_prefix
 from eos_kafka_source.wire import KafkaWire, fetch_metadata, find_coordinator
 
 from .faults import _ARM_TIMEOUT_S, _COMMIT_POINTS, Chaos
@@ -102,10 +100,8 @@ class KafkaChaos(Chaos):
     # -- cluster helpers -------------------------------------------------------------------
 
     def _sink_ids(self) -> list[str]:
-        location = self.cfg.get("decision_log") or self.cfg["checkpoint"]
-        size = max(DecisionLog(location).pool().size, 1)
-        prefix = self.cfg.get("prefix") or default_prefix(location)
-        return TransactionalIdFactory(prefix).pool(size)
+        ids, size = self._sink_pool()
+        return ids.pool(size)
 
     def _with_wire(self, what: str, call: Any) -> Any:
         """``call(wire)`` on a fresh connection, retried while the cluster settles."""

@@ -81,6 +81,12 @@ class OperatorChaos(KafkaChaos):
                                       since, _EXIT_S) is None:
                 self.pipeline.kill()
 
+    def _start_until_progress(self, timeout_s: float = 240) -> Any:
+        """Start the driver; its first batch with rows, or None if none came in time."""
+        since = self.pipeline.mark()
+        self.pipeline.start()
+        return self.pipeline.wait_progress(since, timeout_s)
+
     def _kill_at(self, points: tuple[str, ...]) -> tuple[str, bool]:
         """SIGKILL the driver at one of ``points``, driver-side fault points (a random moment
         if it did not fire; an executor's point would kill that executor instead)."""
@@ -183,16 +189,13 @@ class OperatorChaos(KafkaChaos):
         node = self.rng.choice([n.node_id for n in self.kafka.nodes])
         self.pipeline.kill()
         self.kafka.stop_node(node, kill=True)
-        since = self.pipeline.mark()
-        self.pipeline.start()
-        progress = self.pipeline.wait_progress(since, 240)
+        progress = self._start_until_progress()
         outcome = "ran while the broker was down" if progress else "NO PROGRESS while down"
         self._note("start_during_outage", outcome)
         self.kafka.start_node(node)
         self.wait_replicated()
         self.log.add("start_during_outage", f"node {node} SIGKILLed, the driver restarted "
                      f"while it was down: {outcome}")
-
 
     def kafka_abort_decided(self) -> None:
         """Kafka's own ``kafka-transactions abort`` on a decided open transaction (the
@@ -209,39 +212,33 @@ class OperatorChaos(KafkaChaos):
         self.cfg["transaction_timeout_ms"] = 300_000
         self._save_config()
         self._halt()
-        since = self.pipeline.mark()
-        self.pipeline.start()
-        self.pipeline.wait_progress(since, 240)
-        tools = KafkaTools(self.kafka.bootstrap_servers)
-        aborted: list[str] = []
+        self._start_until_progress()
+        tools, topic = KafkaTools(self.kafka.bootstrap_servers), self.cfg["output"]
         for tries in range(1, 4):  # a decision of an empty batch leaves nothing open: again
             point, landed = self._kill_at(("commit.after_decision",))
-            for partition in range(self.cfg["output_partitions"]):
-                for row in tools.describe_producers(self.cfg["output"], partition):
-                    start = row.get("CurrentTransactionStartOffset", "-1")
-                    if start.isdigit() and not aborted:  # one is enough: its partition's rows
-                        tools.abort_transaction(self.cfg["output"], partition, int(start))
-                        aborted.append(f"{partition}:{start}")
-            if aborted or tries == 3:
+            first_open = next(((partition, int(start))  # one is enough: its partition's rows
+                               for partition in range(self.cfg["output_partitions"])
+                               for row in tools.describe_producers(topic, partition)
+                               if (start := row.get("CurrentTransactionStartOffset", "-1"))
+                               .isdigit()), None)
+            if first_open is not None:
+                tools.abort_transaction(topic, *first_open)
                 break
-            since = self.pipeline.mark()
-            self.pipeline.start()
-            self.pipeline.wait_progress(since, 240)
+            if tries < 3:
+                self._start_until_progress()
         flag = self.work / "ctl" / f"drop-{len(self.outcomes)}.fired"
         self.faults_file.write_text(f"recover.during_read=drop@{flag}")
-        since = self.pipeline.mark()
-        self.pipeline.start()
-        progress = self.pipeline.wait_progress(since, 240)
+        progress = self._start_until_progress()
         self._disarm()
         self.cfg["transaction_timeout_ms"] = normal  # from the next start on
         self._save_config()
         from .verdict import recovery_producer_ids  # a copy was written under the id
 
-        copied = bool(aborted) and bool(recovery_producer_ids(self.kafka.bootstrap_servers))
-        outcome = (f"aborted {aborted[0]}, restarted, "
+        copied = bool(first_open) and bool(recovery_producer_ids(self.kafka.bootstrap_servers))
+        outcome = (f"aborted {first_open[0]}:{first_open[1]}, restarted, "
                    f"{'copied back from the log' if copied else 'no recovery id seen'}"
-                   if aborted else f"nothing open to abort ({tries} tries)")
-        if aborted and progress is None:
+                   if first_open else f"nothing open to abort ({tries} tries)")
+        if first_open and progress is None:
             outcome += ", NO PROGRESS"
         self._note("kafka_abort_decided", outcome)
         self.log.add("kafka_abort_decided", f"driver killed at "
@@ -251,10 +248,10 @@ class OperatorChaos(KafkaChaos):
                      point, landed)
 
     def rewind_checkpoint(self) -> None:
-        """The query stopped, its last batch's ``offsets/N`` and ``commits/N`` deleted (a
-        common way to reprocess); Spark plans batch N again over another range. The sink
-        must refuse it by name; the operator then restores the two files, as the message
-        says, and the query goes on."""
+        """The query stopped, its last committed batch's ``offsets/N`` and ``commits/N``
+        deleted (a common way to reprocess; with them any later batch the stop interrupted);
+        Spark plans batch N again over another range. The sink must refuse it by name; the
+        operator then restores the files, as the message says, and the query goes on."""
         self._halt()
         checkpoint = Path(self.cfg["checkpoint"])
         done = sorted(int(f.name) for f in (checkpoint / "commits").glob("[0-9]*"))

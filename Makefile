@@ -231,14 +231,19 @@ chaos-operator: kafka-jars
 ## crash_points.py) x each operator action in the pause (none, kafka-transactions abort,
 ## eoskafka fence, a rewound checkpoint, a changed prefix, a failing decision store), then a
 ## restart. Prints the matrix (point, action, verdict, seconds) and writes
-## bench-results/sweep.md; exits with pytest's status. The fast half (no operator action)
-## runs in `make test-kafka-faults`.
+## bench-results/sweep.md. Then a Spark driver killed (or its commit raising) at every commit
+## step and restarted from its checkpoint (tests/spark/test_sink_recovery.py; two of those
+## steps run in `make test-kafka-faults`). Exits non-zero if either failed. The fast half
+## (no operator action) runs in `make test-kafka-faults`.
 SWEEP_RESULTS := $(abspath bench-results/sweep.jsonl)
 sweep: kafka-jars
 	@mkdir -p bench-results && rm -f $(SWEEP_RESULTS)
 	@status=0; EOSKAFKA_SWEEP=full EOSKAFKA_SWEEP_RESULTS=$(SWEEP_RESULTS) EOSKAFKA_TEST_BROKER=kafka \
 	  $(PY) -m pytest -q --durations=5 tests/broker/test_crash_points.py || status=$$?; \
-	  $(PY) -m tests.crash_driver report $(SWEEP_RESULTS) bench-results/sweep.md; exit $$status
+	  $(PY) -m tests.crash_driver report $(SWEEP_RESULTS) bench-results/sweep.md; \
+	  EOSKAFKA_SWEEP=full EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q \
+	    tests/spark/test_sink_recovery.py -k "commit_step or commit_raising" || status=$$?; \
+	  exit $$status
 
 ## Smoke set (pytest -m smoke) on every older supported Spark minor, each in its own venv
 ## (.venv-spark4.0 ...); the newest (4.3) is the main venv's and runs in `make test`.

@@ -19,9 +19,13 @@ from tests.brokers import BROKER_KIND, ON_TANSU
 from tests.kafka_clusters import kafka_for_tests
 from tests.kafka_security import SecureKafka, listener_specs, make_certificates, scram_users
 from tests.kerberos_kafka import kerberos_kafka  # noqa: F401 - fixture (Kerberos tests)
+from tests.lean_jvm import lean_spark_jvms
 from tests.oauth_kafka import oauth_kafka, oidc  # noqa: F401 - fixtures (sign-in tests)
 
 _counter = itertools.count()
+
+# Every Spark JVM the tests start (theirs, a subprocess driver's, a Connect server's) runs lean.
+lean_spark_jvms(os.environ)
 
 # Fault injection reaches Spark's Python workers through a file named by an env
 # var set before the SparkSession (and its workers) start; tests write the spec.
@@ -50,11 +54,12 @@ _TIMES = os.environ.get("EOSKAFKA_TEST_TIMES")
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """With ``EOSKAFKA_TEST_TIMES=FILE``: one line per test phase (seconds, phase, broker,
-    test) appended to FILE, for every pytest run of a `make test` or CI run; where the
+    outcome, test) appended to FILE, for every pytest run of a `make test` or CI run; where the
     minutes go (docs/development.md)."""
     if _TIMES:
         with open(_TIMES, "a") as out:
-            out.write(f"{report.duration:.2f}\t{report.when}\t{BROKER_KIND}\t{report.nodeid}\n")
+            out.write(f"{report.duration:.2f}\t{report.when}\t{BROKER_KIND}\t{report.outcome}\t"
+                      f"{report.nodeid}\n")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -39,9 +39,11 @@ def kafka_settings(nodes: int, extra: Mapping[str, str] | None = None) -> dict[s
 
 def kafka_for_tests(nodes: int = 1, extra: Mapping[str, str] | None = None,
                     **kwargs: Any) -> KafkaCluster:
-    """A KafkaCluster of the session's version (not started) with the test settings. A node
-    gets 5 minutes to come up, as in the chaos harness: on a loaded machine (load 60 on two
-    cores, 2026-11-25) node restarts in the fault modules took over the default 90 s."""
+    """A KafkaCluster of the session's version (not started) with the test settings, each
+    node on a lean JVM (about half the CPU: tests/lean_jvm.py). A node gets 5 minutes to
+    come up, as in the chaos harness: on a loaded machine (load 60 on two cores, 2026-11-25)
+    node restarts in the fault modules took over the default 90 s."""
     kwargs.setdefault("version", KAFKA_VERSION)
+    kwargs.setdefault("lean_jvm", True)
     kwargs.setdefault("ready_timeout_s", 300.0)
     return KafkaCluster(nodes=nodes, broker_config=kafka_settings(nodes, extra), **kwargs)

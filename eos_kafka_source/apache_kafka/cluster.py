@@ -28,7 +28,7 @@ from types import TracebackType
 
 from ..errors import BrokerUnreachableError
 from ..processes import stop_process, wait_listening
-from .jars import classpath, require_java, resolve_version
+from .jars import LEAN_JVM_OPTIONS, classpath, require_java, resolve_version
 
 _LOG4J2 = """\
 status = warn
@@ -52,8 +52,8 @@ log4j.logger.kafka.request.logger=WARN
 log4j.logger.org.apache.kafka.clients=WARN
 """
 
-_JVM_OPTS = ("-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-             "-Djava.awt.headless=true")
+_HEAP = ("-Xms256m", "-Xmx1g")
+_SERVER_GC = ("-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
 
 _live: weakref.WeakSet[KafkaCluster] = weakref.WeakSet()
 
@@ -171,7 +171,9 @@ class KafkaCluster:
     ``scram_users`` (mechanism, user, password) are created at format time;
     ``system_properties`` are given to each node's JVM as ``-Dkey=value`` (Kafka 4.x reads
     a few only there, e.g. ``org.apache.kafka.sasl.oauthbearer.allowed.urls``, the URLs an
-    OAUTHBEARER listener may fetch its JWKS from).
+    OAUTHBEARER listener may fetch its JWKS from);
+    ``lean_jvm`` runs each node on LEAN_JVM_OPTIONS (C1 only, the serial collector): about
+    half the CPU under a test's light load, less peak throughput (never for a benchmark).
     """
 
     def __init__(
@@ -185,6 +187,7 @@ class KafkaCluster:
         workdir: str | None = None,
         ready_timeout_s: float = 90.0,
         system_properties: Mapping[str, str] | None = None,
+        lean_jvm: bool = False,
     ) -> None:
         if nodes not in (1, 3, 5):
             raise ValueError("a KafkaCluster has 1, 3 or 5 nodes (every node a controller)")
@@ -194,6 +197,7 @@ class KafkaCluster:
         self.scram_users = tuple(scram_users)
         self.system_properties = dict(system_properties or {})
         self.ready_timeout_s = ready_timeout_s
+        self.lean_jvm = lean_jvm
         self.cluster_id = new_cluster_id()
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"eoskafka-kafka-{self.version}-"))
         ports = iter(free_ports(nodes * (2 + len(self.listeners))))
@@ -281,12 +285,14 @@ class KafkaCluster:
         log_config.write_text(_LOG4J2 if self.major >= 4 else _LOG4J1)
         return path
 
-    def _java(self, node: _Node, main: str, *args: str) -> list[str]:
+    def _java(self, node: _Node, main: str, *args: str, lean: bool) -> list[str]:
         log_flag = ("-Dlog4j2.configurationFile=" if self.major >= 4
                     else "-Dlog4j.configuration=file:")
         log_file = node.home / ("log4j2.properties" if self.major >= 4 else "log4j.properties")
         props = [f"-D{k}={v}" for k, v in self.system_properties.items()]
-        return [require_java(), *_JVM_OPTS, *props, f"{log_flag}{log_file}",
+        jit_and_gc = LEAN_JVM_OPTIONS if lean else _SERVER_GC
+        return [require_java(), *_HEAP, *jit_and_gc, "-Djava.awt.headless=true", *props,
+                f"{log_flag}{log_file}",
                 "-cp", classpath(self.version), main, *args]
 
     def _format(self, node: _Node) -> None:
@@ -295,7 +301,7 @@ class KafkaCluster:
                  for arg in ("--add-scram", scram_argument(mech, user, password))]
         done = subprocess.run(
             self._java(node, "kafka.tools.StorageTool", "format", "-t", self.cluster_id,
-                       "-c", str(config), "--ignore-formatted", *scram),
+                       "-c", str(config), "--ignore-formatted", *scram, lean=True),
             capture_output=True, text=True, timeout=120,
         )
         if done.returncode != 0:
@@ -328,7 +334,7 @@ class KafkaCluster:
         config = node.home / "server.properties"
         with open(node.log_path, "ab") as log:
             node.proc = subprocess.Popen(
-                self._java(node, "kafka.Kafka", str(config)),
+                self._java(node, "kafka.Kafka", str(config), lean=self.lean_jvm),
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
 

@@ -27,6 +27,14 @@ _LOG_BINDING = {"4": ("org.apache.logging.log4j", "log4j-slf4j-impl", "2.25.4")}
 
 _MAVEN_TIMEOUT_S = 900
 
+#: For a JVM that lives seconds or carries a light load (an admin tool; a test's broker,
+#: Spark driver or Spark Connect server): the C1 compiler alone, the serial collector, no
+#: perf data file. Measured 2026-11-26 on two cores: a `kafka-transactions list` 2.1 -> 1.5
+#: CPU-s; a 1-node Kafka 4.4 started and given 40,000 transactional records 11.5-12.0 ->
+#: 6.2-7.5 CPU-s; the tests' Spark driver through tests/spark/test_source_batch.py 32.9 ->
+#: 16.6 CPU-s. Peak throughput is what it costs: never for a benchmark.
+LEAN_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData")
+
 
 class KafkaToolsMissingError(EosKafkaError):
     """Java or Maven, needed to run Apache Kafka, is not installed."""

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .jars import DEFAULT_VERSION, classpath, require_java
+from .jars import DEFAULT_VERSION, LEAN_JVM_OPTIONS, classpath, require_java
 
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
@@ -147,17 +147,12 @@ class KafkaTools:
                                "--partition", str(partition)))
 
 
-#: An admin tool's JVM lives a second or two: the C1 compiler alone and the serial collector
-#: take a third less CPU (2.1 -> 1.5 s a `kafka-transactions list`, measured 2026-11-26),
-#: which a test suite running hundreds of them on two cores feels. The console consumer
-#: keeps the defaults: it may read millions of records.
-_SHORT_LIVED = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData")
-
-
 def _jvm(tmp: str, *, short_lived: bool = False) -> list[str]:
+    """An admin tool's JVM lives a second or two: lean (a suite runs hundreds of them). The
+    console consumer keeps the defaults: it may read millions of records."""
     log_config = Path(tmp) / "log4j2.properties"
     log_config.write_text(_LOG4J2)
-    return [require_java(), "-Xmx512m", *(_SHORT_LIVED if short_lived else ()),
+    return [require_java(), "-Xmx512m", *(LEAN_JVM_OPTIONS if short_lived else ()),
             f"-Dlog4j2.configurationFile={log_config}", "-cp", classpath(DEFAULT_VERSION)]
 
 

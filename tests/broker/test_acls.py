@@ -121,11 +121,12 @@ def acl_kafka() -> Iterator[AclKafka]:
         "sasl.enabled.mechanisms": "PLAIN",
         "plain.sasl.jaas.config":
             f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"})
-    cluster = KafkaCluster(version=KAFKA_VERSION, listeners=[listener], broker_config={
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:ANONYMOUS",
-        "allow.everyone.if.no.acl.found": "false",
-    })
+    cluster = KafkaCluster(version=KAFKA_VERSION, listeners=[listener], lean_jvm=True,
+                           broker_config={
+                               "authorizer.class.name":
+                                   "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                               "super.users": "User:ANONYMOUS",
+                               "allow.everyone.if.no.acl.found": "false"})
     with cluster:
         admin = cluster.bootstrap_servers
         prepare(admin)

@@ -48,7 +48,7 @@ def acl_oauth_kafka() -> Iterator[OAuthAclKafka]:
             "oauthbearer.sasl.jaas.config": f"{OAUTH_MODULE} required ;",
             "oauthbearer.sasl.server.callback.handler.class": VALIDATOR})
         cluster = KafkaCluster(
-            version=KAFKA_VERSION, listeners=[listener], ready_timeout_s=300,
+            version=KAFKA_VERSION, listeners=[listener], ready_timeout_s=300, lean_jvm=True,
             broker_config={
                 "authorizer.class.name":
                     "org.apache.kafka.metadata.authorizer.StandardAuthorizer",

@@ -109,4 +109,4 @@ def kafka_cluster(work: Path, short_id_expiry_ms: int | None = None) -> KafkaClu
         "transactional.id.expiration.ms": str(short_id_expiry_ms),
         "transaction.remove.expired.transaction.cleanup.interval.ms": "1000"}
     return KafkaCluster(nodes=3, workdir=str(work / "kafka"), ready_timeout_s=300,
-                        broker_config=kafka_settings(3, config))
+                        broker_config=kafka_settings(3, config), lean_jvm=True)

@@ -23,6 +23,7 @@ from pathlib import Path
 import pyspark
 
 from eos_kafka_source.broker import free_port
+from tests.lean_jvm import lean_spark_jvms
 
 SPARK_HOME = str(Path(pyspark.__file__).parent)
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
@@ -30,14 +31,14 @@ EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
 def spark_env(work: Path) -> dict[str, str]:
     """Environment for every Spark JVM and Python worker of the cluster."""
-    return {
+    return lean_spark_jvms({
         **os.environ,
         "SPARK_HOME": SPARK_HOME,
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_LOG_DIR": str(work / "spark-logs"),
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
-    }
+    })
 
 
 @dataclass

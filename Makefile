@@ -8,7 +8,8 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults test-kafka39 test-fast test-faults lint demo \
+.PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults \
+	test-kafka-faults-broker test-kafka-faults-spark test-kafka39 test-fast test-faults lint demo \
 	demo-docker availability bench bench-setup bench-latency bench-scale bench-longrun bench-connector contrast chaos \
 	chaos-operator sweep smoke-spark smoke-spark-deps smoke-spark40 kerberos-deps clean
 
@@ -73,14 +74,12 @@ $(KRB_STAMP): $(STAMP)
 ## computing; each set has its own brokers and Spark session on free ports and unique topic
 ## names, so they cannot meet. Each output line starts with its lane; every set runs even
 ## when another failed; each set's time and status is printed as it ends, and the last line
-## gives each lane's exit status. CI puts its heavy targets at the lanes' ends, each lane
-## about as long as the other (.ci/run): LANE1_AFTER and LANE2_AFTER name make targets
-## run after the lane's own sets.
+## gives each lane's exit status. LANE1 and LANE2 are the lanes' targets, in order: CI
+## sets both, adding its heavy targets so that each lane is about as long as the other
+## (.ci/run).
 TEST_LANES ?= 2
-LANE1_AFTER ?=
-LANE2_AFTER ?=
-LANE1 := test-kafka $(LANE1_AFTER)
-LANE2 := test-tansu test-kafka43 test-kafka39 $(LANE2_AFTER)
+LANE1 ?= test-kafka
+LANE2 ?= test-tansu test-kafka43 test-kafka39
 ## lane TARGET...: each target in turn, its time and status; fails if any failed.
 RUN_LANE = s=0; for t in $(1); do start=$$SECONDS; r=0; $(MAKE) --no-print-directory $$t || r=$$?; \
 	  echo "make test: $$t exited $$r after $$((SECONDS - start)) s"; [ $$r -eq 0 ] || s=1; done; exit $$s
@@ -109,9 +108,17 @@ test-kafka: kafka-jars kerberos-deps
 	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m "not faults" tests/broker tests/spark
 
 ## The heavy fault cases on Apache Kafka (3-node coordinator and leader failover, transaction
-## timeouts, driver kills): their own target, run by CI as its own step.
+## timeouts, driver kills): their own target, run by CI at a lane's end. Its two halves
+## (the broker-level cases, the Spark ones) are targets too, so CI can put them in
+## different lanes.
 test-kafka-faults: kafka-jars
 	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m faults tests/broker tests/spark
+
+test-kafka-faults-broker: kafka-jars
+	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m faults tests/broker
+
+test-kafka-faults-spark: kafka-jars
+	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m faults tests/spark
 
 KAFKA39_TESTS := tests/broker/test_sink_protocol.py tests/broker/test_wire.py \
 	tests/broker/test_batch_write_abort.py tests/broker/test_tansu_quirks.py
@@ -219,11 +226,13 @@ chaos: setup
 ## driver is down, a start during a broker outage, Kafka's own abort tool on a decided
 ## transaction (recovery's read of the log cut once), a rewound checkpoint (refused by name,
 ## then restored), a failing decision store, a changed prefix; one of each (SOAK=N for a
-## soak). CHAOS_OPERATOR_DEADLINE (default CHAOS_DEADLINE) bounds it.
+## soak; CHAOS_OPERATOR_FAULTS=5: five kinds the seed picks, CI's share).
+## CHAOS_OPERATOR_DEADLINE (default CHAOS_DEADLINE) bounds it.
 CHAOS_OPERATOR_DEADLINE ?= $(CHAOS_DEADLINE)
 chaos-operator: kafka-jars
 	SOAK=$(SOAK) $(PY) -m tests.chaos --broker kafka --operator \
 	  $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) \
+	  $(if $(CHAOS_OPERATOR_FAULTS),--faults $(CHAOS_OPERATOR_FAULTS)) \
 	  $(if $(CHAOS_OPERATOR_DEADLINE),--deadline $(CHAOS_OPERATOR_DEADLINE))
 
 ## The crash-point sweep's full matrix on Apache Kafka (tests/broker/test_crash_points.py):

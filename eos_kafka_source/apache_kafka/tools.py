@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +43,16 @@ class ConsumedRecord:
     partition: int
     offset: int
     value: bytes
+
+
+@dataclass(frozen=True)
+class OpenOnPartition:
+    """A producer's transaction open on one partition, where `kafka-transactions abort`
+    takes it: the partition and the offset it starts at."""
+
+    partition: int
+    producer_id: int
+    start_offset: int
 
 
 class KafkaTools:
@@ -145,6 +155,16 @@ class KafkaTools:
         ``CurrentTransactionStartOffset`` (-1 when none has a transaction open there)."""
         return _table(self.run(TRANSACTIONS, "describe-producers", "--topic", topic,
                                "--partition", str(partition)))
+
+    def open_on_partitions(self, topic: str,
+                           partitions: Iterable[int]) -> Iterator[OpenOnPartition]:
+        """The transactions open on ``topic``'s ``partitions`` (describe-producers, one
+        partition at a time: a caller that needs one stops after it)."""
+        for partition in partitions:
+            for row in self.describe_producers(topic, partition):
+                start = row.get("CurrentTransactionStartOffset", "-1")  # or "None": none
+                if start.isdigit():
+                    yield OpenOnPartition(partition, int(row["ProducerId"]), int(start))
 
 
 def _jvm(tmp: str, *, short_lived: bool = False) -> list[str]:

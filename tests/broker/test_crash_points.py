@@ -224,13 +224,8 @@ def _kafka_abort(query: Query) -> str:
     tools = KafkaTools(query.bootstrap)
     decision = DecisionLog(str(query.checkpoint), query.lineage).get(1)
     decided = {h.producer_id for h in decision.handoffs} if decision else set()
-    candidates = []
-    for partition in range(2):
-        for row in tools.describe_producers(query.topic, partition):
-            start = row.get("CurrentTransactionStartOffset", "-1")  # "None" for none too
-            if start.isdigit():
-                candidates.append((int(row["ProducerId"]) not in decided, partition,
-                                   int(start)))
+    candidates = [(o.producer_id not in decided, o.partition, o.start_offset)
+                  for o in tools.open_on_partitions(query.topic, range(2))]
     if not candidates:
         return "nothing open to abort"
     undecided, partition, start = min(candidates)

@@ -107,8 +107,11 @@ def test_kept_connections_survive_forced_reauthentication(oauth_kafka: OAuthKafk
         reauthenticated = 0  # sign-ins of a connection that stayed open (KIP-368)
         seen = {node: (conn, conn._reauth.authenticated_at)
                 for node, conn in connections(wire.client).items()}
-        deadline = time.monotonic() + 3.5 * REAUTH_MS / 1000
-        while time.monotonic() < deadline:  # in use across three sessions, no request fails
+        # In use, no request failing, until two re-authentications on open connections:
+        # three sessions on an idle machine; a loaded one (CI on 2 cores, 2026-11-26) may
+        # miss a session's end and reconnect instead, so up to ten sessions.
+        deadline = time.monotonic() + 10 * REAUTH_MS / 1000
+        while reauthenticated < 2 and time.monotonic() < deadline:
             fetch_metadata(wire, [])
             for node, conn in connections(wire.client).items():
                 before = seen.get(node)
@@ -116,7 +119,6 @@ def test_kept_connections_survive_forced_reauthentication(oauth_kafka: OAuthKafk
                     reauthenticated += 1
                 seen[node] = (conn, conn._reauth.authenticated_at)
             _until(0.1)
-        # every session would be 2+; a loaded machine may miss one and reconnect instead
         assert reauthenticated >= 2, "kafka-python re-authenticated open connections"
     _until(1.5 * REAUTH_MS / 1000)  # idle, unpolled, past its session end
     with kept_wire(config) as wire:

@@ -224,11 +224,9 @@ class OperatorChaos(KafkaChaos):
         tools, topic = KafkaTools(self.kafka.bootstrap_servers), self.cfg["output"]
         for tries in range(1, 4):  # a decision of an empty batch leaves nothing open: again
             point, landed = self._kill_at(("commit.after_decision",))
-            first_open = next(((partition, int(start))  # one is enough: its partition's rows
-                               for partition in range(self.cfg["output_partitions"])
-                               for row in tools.describe_producers(topic, partition)
-                               if (start := row.get("CurrentTransactionStartOffset", "-1"))
-                               .isdigit()), None)
+            first_open = next(((o.partition, o.start_offset)  # one is enough: its rows
+                               for o in tools.open_on_partitions(
+                                   topic, range(self.cfg["output_partitions"]))), None)
             if first_open is not None:
                 tools.abort_transaction(topic, *first_open)
                 break

@@ -31,6 +31,17 @@ def test_the_short_round_is_one_of_each_kind() -> None:
     assert quotas(3, KAFKA_KINDS, WEIGHTS) == {k: int(k in KAFKA_KINDS[:3]) for k in KAFKA_KINDS}
 
 
+def test_fewer_faults_than_kinds_take_turns_by_seed() -> None:
+    """CI's operator round runs half its kinds: each once, the seed choosing which, so that
+    every kind comes round over a few runs."""
+    from tests.chaos.operator_faults import OPERATOR_KINDS
+
+    picked = [schedule(random.Random(seed), 5, OPERATOR_KINDS, WEIGHTS) for seed in range(8)]
+    assert all(len(set(kinds)) == 5 for kinds in picked)
+    assert set().union(*picked) == set(OPERATOR_KINDS)
+    assert schedule(random.Random(3), 5, OPERATOR_KINDS, WEIGHTS) == picked[3]
+
+
 def test_only_landed_commit_step_coordinator_kills_count() -> None:
     faults = [
         {"kind": "coordinator_kill", "aimed": "commit.between_endtxn", "landed": True},

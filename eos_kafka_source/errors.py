@@ -140,6 +140,13 @@ class DecisionLogFormatError(DecisionLogConflictError):
     condition = "EOSKAFKA_DECISION_LOG_FORMAT"
 
 
+class DecisionStoreError(EosKafkaError):
+    """The decision log's store failed a read or a write (a full disk, a permission, an
+    object store's error): the batch fails here and loses nothing (docs/lifecycle.md)."""
+
+    condition = "EOSKAFKA_DECISION_STORE_FAILED"
+
+
 class PreviousWriteCompletedError(EosKafkaError):
     """A batch write found an earlier write, interrupted after its commit decision, and
     finished it: the write the user is starting may be its rerun (said once)."""

@@ -16,7 +16,9 @@ workers see changes) is set. A spec is a comma-separated list of
   ``<path>.release``; after ``EOSKAFKA_TEST_FAULTS_BLOCK_S`` seconds, 300 by
   default, write ``<path>.expired`` and raise InjectedFault: a test that never
   releases fails loudly instead of hanging),
-  ``sleep:<seconds>`` (a slow step: a task that takes that long at this point).
+  ``sleep:<seconds>`` (a slow step: a task that takes that long at this point),
+  ``ioerror`` (InjectedIOError, an OSError: a store's failure as the OS or pyarrow
+  raise it).
 
 Example: ``commit.after_decision=killgroup@/tmp/once,write.after_flush/1=raise``.
 """
@@ -37,6 +39,10 @@ BLOCK_S = 300.0
 
 class InjectedFault(RuntimeError):
     """Raised by the ``raise`` action."""
+
+
+class InjectedIOError(OSError):
+    """Raised by the ``ioerror`` action."""
 
 
 def _spec() -> str:
@@ -99,6 +105,8 @@ def _java_ancestor() -> int | None:
 def _act(action: str, name: str) -> None:
     if action == "raise":
         raise InjectedFault(f"injected fault at {name}")
+    if action == "ioerror":
+        raise InjectedIOError(f"injected: I/O error at {name}")
     if action == "drop":
         from .errors import ConnectionDroppedError
 

@@ -168,8 +168,8 @@ def _sweep(cell: Cell, bootstrap: str, topic: str, tmp_path: Path,
         _judge(bootstrap, topic, expected)
         return "once", expected
     if cell.action == "store_fail":
-        faults(f"store.write=raise@{tmp_path / 'store-failed-once'}")
-        with pytest.raises(Exception, match="injected fault") as refused:
+        faults(f"store.write=ioerror@{tmp_path / 'store-failed-once'}")
+        with pytest.raises(Exception, match="EOSKAFKA_DECISION_STORE_FAILED") as refused:
             restarted.run_batch(1, "q", new_run=True)
         faults("")
         note = f"restart refused ({type(refused.value).__name__}), next restart ran"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from eos_kafka_source.faults import InjectedFault
+from eos_kafka_source.errors import DecisionStoreError
 from tests.chaos.broker import BUCKET, S3Server, s3_for_pyarrow
 from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import create_topic
@@ -81,8 +81,8 @@ def test_a_store_that_fails_a_write_fails_the_batch_and_the_replay_writes_once(
     h.driver.prepare(new_run=True)
     handoffs = [h.task(p, vals(f"t{p}")) for p in range(2)]
     if write == "decision":
-        faults("store.write=raise")
-        with pytest.raises(InjectedFault, match="store.write"):
+        faults("store.write=ioerror")
+        with pytest.raises(DecisionStoreError, match="store.write"):
             h.driver.commit(0, handoffs, tasks=2)
         assert h.log.get(0) is None
     else:  # let the decision through, then fail the next write (the done mark)
@@ -90,9 +90,9 @@ def test_a_store_that_fails_a_write_fails_the_batch_and_the_replay_writes_once(
         faults(f"commit.after_decision=block:{pause}@{tmp_path / 'once'}")
         commit = Background(lambda: h.driver.commit(0, handoffs, tasks=2))
         await_path(Path(f"{pause}.started"))
-        faults("store.write=raise")
+        faults("store.write=ioerror")
         Path(f"{pause}.release").write_text("")
-        assert isinstance(commit.outcome(), InjectedFault)
+        assert isinstance(commit.outcome(), DecisionStoreError)
         assert not h.log.get(0).done
     faults("")
     h.driver.abort(0, handoffs, tasks=2)  # what Spark calls after commit() raised

@@ -301,7 +301,7 @@ class OperatorChaos(KafkaChaos):
         """The decision store fails one write (a full disk, an object store's 503): the
         batch fails by name and the query's restart goes on."""
         since = self.pipeline.mark()
-        base, flag = self._arm("store.write", "raise")
+        base, flag = self._arm("store.write", "ioerror")
         failed = self.pipeline.wait_for(lambda e: e["event"] == "query_failed", since, 120)
         self._disarm()
         outcome = ("failed, restarted" if failed is not None and flag.exists()

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from eos_kafka_source.errors import DecisionLogConflictError
-from eos_kafka_source.faults import InjectedFault
+from eos_kafka_source.errors import DecisionLogConflictError, DecisionStoreError
 from eos_kafka_source.sink.decisions.log import DecisionLog
 from eos_kafka_source.sink.decisions.states import State
 from eos_kafka_source.sink.handoff import TxnHandoff
@@ -258,18 +257,30 @@ def test_a_zombie_void_leaves_the_replacements_decision(where: str) -> None:
 
 
 @pytest.mark.parametrize("call", ["decide", "mark_done", "save_pool", "bind"])
-def test_a_store_that_fails_a_write_raises_and_writes_nothing(
+def test_a_store_that_fails_a_write_raises_by_name_and_writes_nothing(
         where: str, faults: Callable[[str], None], call: str) -> None:
-    """An operator fault of the sweep (invariant 12): the store refuses a write."""
+    """An operator fault of the sweep (invariant 12): the store refuses a write (an OSError,
+    as the OS or pyarrow raise one). The user reads the condition, the location and the
+    fix, not a client's traceback."""
     log = DecisionLog(where, "q")
-    faults("store.write=raise")
+    faults("store.write=ioerror")
     do = {"decide": lambda: log.decide(2, [_handoff()]), "mark_done": lambda: log.mark_done(2),
           "save_pool": lambda: log.save_pool(log.pool()), "bind": lambda: log.bind("q", "c")}
-    with pytest.raises(InjectedFault, match="store.write"):
+    with pytest.raises(DecisionStoreError, match="EOSKAFKA_DECISION_STORE_FAILED") as err:
         do[call]()
+    assert all(s in str(err.value) for s in (where, "could not be written", "restart the query"))
     faults("")
     assert log.get(2) is None and log.pool().size == 0
     assert DecisionLog(where).lineage == ""
+
+
+def test_a_real_store_failure_is_named_too(tmp_path: Path) -> None:
+    """Not injected: the location's parent is a file, so the OS refuses the directory."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(DecisionStoreError, match="Not a directory") as err:
+        DecisionLog(str(blocker / "ckpt"), "q")
+    assert str(blocker / "ckpt") in str(err.value)
 
 
 @pytest.fixture

@@ -13,17 +13,19 @@ Runs on: the driver only (planning and commit workers).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import random
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pyarrow.fs as pafs
 
-from ...errors import DecisionLogConflictError, DecisionLogFormatError
+from ...errors import DecisionLogConflictError, DecisionLogFormatError, DecisionStoreError
 from ...faults import fault_point
 
 #: The file format this eoskafka writes (each file's ``"format"``; none means version 1).
@@ -42,6 +44,35 @@ _WAIT_S = 40.0
 _ATOMIC_PUT = ("s3", "gcs")
 
 log = logging.getLogger(__name__)
+
+_R = TypeVar("_R")
+
+
+def store_failed(location: str, doing: str, name: str, exc: OSError) -> DecisionStoreError:
+    """The store's own failure (a full disk, a permission, an object store's or HDFS's
+    error: an OSError from the OS or pyarrow) as one named error with the fix, instead of a
+    client's traceback."""
+    return DecisionStoreError(
+        f"the decision log at {location} could not be {doing} ({name}: {exc}). The batch "
+        "fails here and nothing of it is lost: once the store works again (space, "
+        "permissions, credentials, reachability), restart the query; it replays the batch "
+        "or finishes its decision from the log (docs/lifecycle.md).")
+
+
+def _store_failure(doing: str) -> Callable[[Callable[..., _R]], Callable[..., _R]]:
+    """A method whose OSError becomes :func:`store_failed`'s error; the log's own refusals
+    (conflict, format) pass as they are."""
+
+    def wrap(method: Callable[..., _R]) -> Callable[..., _R]:
+        @functools.wraps(method)
+        def call(self: DecisionFiles, name: str, *args: Any, **kwargs: Any) -> _R:
+            try:
+                return method(self, name, *args, **kwargs)
+            except OSError as exc:
+                raise store_failed(self.location, doing, name, exc) from exc
+        return call
+
+    return wrap
 
 
 class DecisionFiles:
@@ -72,6 +103,7 @@ class DecisionFiles:
             body["token"] = token
         return json.dumps(body, sort_keys=True).encode()
 
+    @_store_failure("written")
     def _write(self, name: str, payload: dict[str, Any]) -> None:
         """Replace ``name`` atomically (write, fsync, rename; fsync the directory)."""
         fault_point("store.write")  # the sweep's "decision store fails a write"
@@ -94,6 +126,7 @@ class DecisionFiles:
             out.write(data)
         self.fs.move(tmp, final)  # HDFS: delete-then-rename; _read(recover=True) covers it
 
+    @_store_failure("written")
     def _create(self, name: str, payload: dict[str, Any]) -> None:
         """Create ``name`` only if it does not exist, else DecisionLogConflictError.
 
@@ -205,6 +238,7 @@ class DecisionFiles:
             "(two drivers on one checkpoint, or two queries on one decisionLogLocation). "
             "Stop the other query; each query needs its own checkpoint and decision log.")
 
+    @_store_failure("read")
     def _read(self, name: str, *, recover: bool = False) -> dict[str, Any] | None:
         try:
             with self.fs.open_input_stream(self._path(name)) as src:
@@ -241,14 +275,17 @@ class DecisionFiles:
                     newest = (stamp, data)
         return None if newest is None else newest[1]
 
+    @_store_failure("read")
     def _exists(self, name: str) -> bool:
         return self.fs.get_file_info(self._path(name)).type != pafs.FileType.NotFound
 
+    @_store_failure("listed")
     def _list(self, directory: str, recursive: bool = False) -> list[pafs.FileInfo]:
         path = f"{self.root}/{directory}" if directory else self.root
         selector = pafs.FileSelector(path, allow_not_found=True, recursive=recursive)
         return self.fs.get_file_info(selector)
 
+    @_store_failure("changed")
     def _delete(self, name: str) -> None:
         self._delete_path(self._path(name))
 

@@ -33,7 +33,7 @@ import pyarrow.fs as pafs
 
 from ...errors import DecisionLogConflictError
 from ..handoff import TxnHandoff
-from .files import FORMAT, DecisionFiles  # noqa: F401 - FORMAT re-exported
+from .files import FORMAT, DecisionFiles, store_failed  # noqa: F401 - FORMAT re-exported
 from .states import UNFINISHED, State
 
 _KEEP_DONE = 100  # finished decisions kept per lineage for inspection (eoskafka txns)
@@ -111,7 +111,10 @@ class DecisionLog(DecisionFiles):
         self.location = location.rstrip("/") + "/eoskafka"
         self.fs, self.root = pafs.FileSystem.from_uri(_as_uri(self.location))
         self.local = isinstance(self.fs, pafs.LocalFileSystem)
-        self.fs.create_dir(f"{self.root}/decisions", recursive=True)
+        try:
+            self.fs.create_dir(f"{self.root}/decisions", recursive=True)
+        except OSError as exc:
+            raise store_failed(self.location, "created", "decisions", exc) from exc
         self._lineage = lineage
         self._dir_cache: str | None = None
         self._tokens: dict[str, str] = {}  # shared with for_lineage() views

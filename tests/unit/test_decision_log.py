@@ -268,7 +268,7 @@ def test_a_store_that_fails_a_write_raises_by_name_and_writes_nothing(
           "save_pool": lambda: log.save_pool(log.pool()), "bind": lambda: log.bind("q", "c")}
     with pytest.raises(DecisionStoreError, match="EOSKAFKA_DECISION_STORE_FAILED") as err:
         do[call]()
-    assert all(s in str(err.value) for s in (where, "could not be written", "restart the query"))
+    assert all(s in str(err.value) for s in (where, "could not be written", "restarted query"))
     faults("")
     assert log.get(2) is None and log.pool().size == 0
     assert DecisionLog(where).lineage == ""

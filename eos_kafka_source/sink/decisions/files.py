@@ -53,10 +53,10 @@ def store_failed(location: str, doing: str, name: str, exc: OSError) -> Decision
     error: an OSError from the OS or pyarrow) as one named error with the fix, instead of a
     client's traceback."""
     return DecisionStoreError(
-        f"the decision log at {location} could not be {doing} ({name}: {exc}). The batch "
-        "fails here and nothing of it is lost: once the store works again (space, "
-        "permissions, credentials, reachability), restart the query; it replays the batch "
-        "or finishes its decision from the log (docs/lifecycle.md).")
+        f"the decision log at {location} could not be {doing} ({name}: {exc}). Nothing "
+        "decided is lost: a batch that needed this fails, and once the store works again "
+        "(space, permissions, credentials, reachability) the restarted query replays it or "
+        "finishes its decision from the log (docs/lifecycle.md).")
 
 
 def _store_failure(doing: str) -> Callable[[Callable[..., _R]], Callable[..., _R]]:

@@ -226,7 +226,7 @@ chaos: setup
 ## driver is down, a start during a broker outage, Kafka's own abort tool on a decided
 ## transaction (recovery's read of the log cut once), a rewound checkpoint (refused by name,
 ## then restored), a failing decision store, a changed prefix; one of each (SOAK=N for a
-## soak; CHAOS_OPERATOR_FAULTS=5: five kinds the seed picks, CI's share).
+## soak; CHAOS_OPERATOR_FAULTS=N: N kinds the seed picks).
 ## CHAOS_OPERATOR_DEADLINE (default CHAOS_DEADLINE) bounds it.
 CHAOS_OPERATOR_DEADLINE ?= $(CHAOS_DEADLINE)
 chaos-operator: kafka-jars

@@ -102,7 +102,7 @@ def schedule(rng: random.Random, n: int, only: tuple[str, ...] = KINDS,
              weights: dict[str, float] | None = None) -> list[str]:
     """Every kind at least once (when n allows), the rest at random (or, with ``weights``,
     in those proportions exactly), shuffled. Fewer faults than kinds: ``n`` kinds the seed
-    picks, so that runs take turns (CI's operator round: half its kinds a run)."""
+    picks, so that runs take turns (CHAOS_OPERATOR_FAULTS)."""
     if n < len(only):
         only = tuple(rng.sample(only, n))
     if weights is not None:

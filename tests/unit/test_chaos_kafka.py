@@ -32,8 +32,8 @@ def test_the_short_round_is_one_of_each_kind() -> None:
 
 
 def test_fewer_faults_than_kinds_take_turns_by_seed() -> None:
-    """CI's operator round runs half its kinds: each once, the seed choosing which, so that
-    every kind comes round over a few runs."""
+    """A round with fewer faults than kinds (CHAOS_OPERATOR_FAULTS) runs each picked kind
+    once, the seed choosing which, so that every kind comes round over a few runs."""
     from tests.chaos.operator_faults import OPERATOR_KINDS
 
     picked = [schedule(random.Random(seed), 5, OPERATOR_KINDS, WEIGHTS) for seed in range(8)]

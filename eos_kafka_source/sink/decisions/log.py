@@ -4,17 +4,17 @@ Committing N Kafka transactions is not atomic, so the driver records its decisio
 id + every hand-off) here before the first EndTxn and marks it done after the last; a
 restarted driver rolls a decided-but-unfinished batch forward. Lives at
 ``<location>/eoskafka`` through pyarrow's filesystems, so HDFS, S3, GCS and ABFS work as
-local directories do. What each decision file means: :mod:`.decision_states`.
+local directories do. What each decision file means: :mod:`.states`.
 
 Layout: ``decisions/<lineage>/<batch>.{json,done,recovery}`` (one directory per query
 lineage or batch write; files of logs written before lineages existed sit directly in
 ``decisions/`` and belong to the lineage that first opened the log, ``lineage.json``'s
 ``legacy``); ``lineage.json`` which streaming query the log serves and which it replaced
 after checkpoint resets; ``pool.json`` the transactional-id pool and the epochs the
-driver fenced ids to; ``planned.json`` when the last batch was prepared.
+driver fenced ids to; ``planned.json`` when the last batch was prepared (those two: :mod:`.pool`).
 
 The files themselves (atomic writes, the ``format`` version, create-only-if-absent on
-local disks and object stores alike) are :mod:`.decision_files`. A decision and a recovery
+local disks and object stores alike) are :mod:`.files`. A decision and a recovery
 are created only if absent (two drivers cannot both decide one batch: the second fails);
 each decision carries a token, and only a driver holding it voids the decision
 (:meth:`DecisionLog.void`).
@@ -26,14 +26,15 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow.fs as pafs
 
 from ...errors import DecisionLogConflictError
 from ..handoff import TxnHandoff
-from .files import FORMAT, DecisionFiles, store_failed  # noqa: F401 - FORMAT re-exported
+from .files import FORMAT, store_failed  # noqa: F401 - FORMAT re-exported
+from .pool import PoolFiles
 from .states import UNFINISHED, State
 
 _KEEP_DONE = 100  # finished decisions kept per lineage for inspection (eoskafka txns)
@@ -81,25 +82,7 @@ class Decision:
         return (*self.handoffs, *(self.recovery or ()))
 
 
-@dataclass
-class PoolState:
-    size: int = 0
-    #: transactional id -> epoch the driver fenced it to; older hand-offs are refused.
-    fenced_epochs: dict[str, int] = field(default_factory=dict)
-    prefix: str = ""
-    owner: str = ""
-    #: False after an abort or an unfinished clean-up: ids may hold open transactions.
-    clean: bool = False
-    #: transactional id -> producer id it had when fenced (an epoch compares only within it).
-    fenced_producers: dict[str, int] = field(default_factory=dict)
-    #: Lineages whose batch an abort marked aborted (claims.py); the next planning clears
-    #: their marks after its fencing, even where it cannot read its own query id.
-    marked: list[str] = field(default_factory=list)
-    #: With a ``topic`` column: the topic the prefix claim was first made on (claims.py).
-    claim_topic: str = ""
-
-
-class DecisionLog(DecisionFiles):
+class DecisionLog(PoolFiles):
     """Decisions and pool state of one query's sink, in a directory.
 
     ``lineage`` selects whose decisions :meth:`get`, :meth:`decide`… read and write; None
@@ -365,33 +348,6 @@ class DecisionLog(DecisionFiles):
         self._tokens.pop(stem, None)
         return True
 
-    def mark_planned(self) -> None:
-        """When the driver last prepared a batch (its tasks start after): a batch older
-        than the transaction timeout at commit was aborted by Kafka, not by a zombie."""
-        self._write("planned.json", {"planned_at": time.time()})
-
-    def planned_at(self) -> float | None:
-        data = self._read("planned.json", recover=True)
-        return None if data is None else float(data["planned_at"])
-
-    # -- pool ----------------------------------------------------------------------------------
-
-    def pool(self) -> PoolState:
-        data = self._read("pool.json", recover=True) or {}
-        return PoolState(
-            int(data.get("size", 0)), dict(data.get("fenced_epochs", {})),
-            data.get("prefix", ""), data.get("owner", ""), bool(data.get("clean", False)),
-            dict(data.get("fenced_producers", {})), list(data.get("marked", [])),
-            data.get("claim_topic", ""),
-        )
-
-    def save_pool(self, state: PoolState) -> None:
-        self._write("pool.json", {"size": state.size, "fenced_epochs": state.fenced_epochs,
-                                  "prefix": state.prefix, "owner": state.owner,
-                                  "clean": state.clean,
-                                  "fenced_producers": state.fenced_producers,
-                                  "marked": state.marked,
-                                  "claim_topic": state.claim_topic})
 
 
 def _lineage_of(directory: str) -> str:

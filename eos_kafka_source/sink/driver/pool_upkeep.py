@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from ...faults import fault_point
 from ...wire import KafkaWire, ProducerIdentity
-from ..decisions.log import DecisionLog, PoolState
+from ..decisions.log import DecisionLog
+from ..decisions.pool import PoolState
 from ..naming import TransactionalIdFactory
 from .fencing import fence_identities, fence_lingering
 from .log_copy import recovery_id

@@ -7,7 +7,7 @@ forward (invariant 2) and fences the pool when the last batch did not end
 cleanly or this is a new run (invariant 5). ``commit()`` and ``abort()`` run
 in the second and never fence ids of transactions about to be committed.
 
-Every change to a decision is a transition of :mod:`.decision_states`; a decision is
+Every change to a decision is a transition of :mod:`..decisions.states`; a decision is
 keyed by the lineage (query id, or batch-write id) and the batch id (invariant 8). Decided
 transactions that Kafka aborted are copied from the log by a recovery transaction
 (:mod:`.recovery`; invariant 10) wherever the loss is found: in ``commit()``, in the

@@ -10,7 +10,7 @@ import time
 
 from ...errors import TimeoutError_, TransactionLostError
 from ...wire import TXN_PROTOCOL, KafkaWire
-from ..decisions.log import PoolState
+from ..decisions.pool import PoolState
 from ..handoff import TxnHandoff
 from ..naming import TransactionalIdFactory
 from .committer import Liveness, liveness

@@ -21,11 +21,15 @@ from tests.kafka_security import SecureKafka, listener_specs, make_certificates,
 from tests.kerberos_kafka import kerberos_kafka  # noqa: F401 - fixture (Kerberos tests)
 from tests.lean_jvm import lean_spark_jvms
 from tests.oauth_kafka import oauth_kafka, oidc  # noqa: F401 - fixtures (sign-in tests)
+from tests.termination import stop_cleanly_on_sigterm
 
 _counter = itertools.count()
 
 # Every Spark JVM the tests start (theirs, a subprocess driver's, a Connect server's) runs lean.
 lean_spark_jvms(os.environ)
+# SIGTERM (CI's deadline, a `kill`) tears the fixtures down: brokers run in sessions of
+# their own, and would outlive the tests otherwise.
+stop_cleanly_on_sigterm()
 
 # Fault injection reaches Spark's Python workers through a file named by an env
 # var set before the SparkSession (and its workers) start; tests write the spec.

@@ -51,6 +51,9 @@ ROWS = 10
 #: Rows each batch reads from the (imaginary) input: its end offset is (batch + 1) * this.
 INPUT_PER_BATCH = TASKS * ROWS
 SCENARIOS = ("commit", "restart", "abort", "lost", "claim")
+#: ``EOSKAFKA_SWEEP=full`` (``make sweep``): the whole matrix, and the Spark driver killed at
+#: every commit step (tests/spark/test_sink_recovery.py); otherwise CI's fast half.
+FULL_SWEEP = os.environ.get("EOSKAFKA_SWEEP") == "full"
 
 
 def rows(topic: str, tag: str, batch: int, task: int) -> list[bytes]:

@@ -36,6 +36,7 @@ import pytest
 
 from eos_kafka_source.sink.decisions.log import DecisionLog
 from eos_kafka_source.sink.driver import crash_points
+from tests.crash_driver import FULL_SWEEP as FULL
 from tests.crash_driver import Query, batch_rows, record, run_crash
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, committed_view
@@ -80,7 +81,6 @@ DECIDED = {p for p, s in SCENARIO.items() if s == "lost"} | {
     "commit.after_decision", "commit.before_endtxn", "commit.between_endtxn",
     "endtxn.commit.answered", "commit.before_done", "commit.after_done", "commit.cleanup"}
 ACTIONS = ("none", "kafka_abort", "fence", "rewind", "prefix", "store_fail")
-FULL = os.environ.get("EOSKAFKA_SWEEP") == "full"
 #: Every topic and prefix of this module's cells starts with it.
 SWEEP = f"sweep{uuid.uuid4().hex[:6]}"
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.crash_driver import FULL_SWEEP
 from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import TxnWriter, create_topic
 from tests.oracle import assert_no_open_transactions, committed_view
@@ -79,10 +80,9 @@ def _run(bootstrap: str, src: str, out: str, ckpt: Path, faults: str = "",
 #: steps are the second path again as far as Spark can tell, and the crash-point sweep
 #: (tests/broker/test_crash_points.py, in `make test-kafka-faults`) kills a driver at every
 #: one of them; each case here costs a Spark driver's start, about 30 s, 100-200 s in CI.
-FULL = os.environ.get("EOSKAFKA_SWEEP") == "full"
 KILL_POINTS = ["commit.before_decision", "commit.between_endtxn"] + (
-    ["commit.after_decision", "commit.before_done", "commit.after_done"] if FULL else [])
-RAISE_POINTS = ["commit.after_decision"] + (["commit.before_decision"] if FULL else [])
+    ["commit.after_decision", "commit.before_done", "commit.after_done"] if FULL_SWEEP else [])
+RAISE_POINTS = ["commit.after_decision"] + (["commit.before_decision"] if FULL_SWEEP else [])
 
 
 @pytest.mark.parametrize("point", KILL_POINTS)

@@ -3,10 +3,10 @@
 Brokers (Tansu, Kafka nodes) and Connect servers run in sessions of their own
 (``start_new_session``), so a signal to the test's process group does not reach them:
 their fixtures' teardown stops them. Python's default SIGTERM ends the process without
-running that teardown, and the JVMs lived on, each ~1 GB and some CPU, slowing whatever ran
-next on the machine (CI's deadline sends SIGTERM; so does a developer's ``kill``). As a
-KeyboardInterrupt, pytest stops the session and tears its fixtures down. SIGKILL cannot be
-caught: what it leaves behind stays (``pgrep -f eoskafka`` finds it).
+running that teardown, and the brokers lived on, with their memory and CPU, beside
+whatever ran next on the machine (CI's deadline sends SIGTERM; so does a developer's
+``kill``). As a KeyboardInterrupt, pytest stops the session and tears its fixtures down.
+SIGKILL cannot be caught: what it leaves behind stays (``pgrep -fa eoskafka`` finds it).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ lineage or batch write; files of logs written before lineages existed sit direct
 ``decisions/`` and belong to the lineage that first opened the log, ``lineage.json``'s
 ``legacy``); ``lineage.json`` which streaming query the log serves and which it replaced
 after checkpoint resets; ``pool.json`` the transactional-id pool and the epochs the
-driver fenced ids to; ``planned.json`` when the last batch was prepared (those two: :mod:`.pool`).
+driver fenced ids to; ``planned.json`` when the last batch was prepared (those two:
+:mod:`.pool`).
 
 The files themselves (atomic writes, the ``format`` version, create-only-if-absent on
 local disks and object stores alike) are :mod:`.files`. A decision and a recovery
@@ -347,7 +348,6 @@ class DecisionLog(PoolFiles):
         self._delete(f"{stem}.json")
         self._tokens.pop(stem, None)
         return True
-
 
 
 def _lineage_of(directory: str) -> str:

@@ -63,4 +63,3 @@ class PoolFiles(DecisionFiles):
                                   "fenced_producers": state.fenced_producers,
                                   "marked": state.marked,
                                   "claim_topic": state.claim_topic})
-

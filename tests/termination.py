@@ -6,7 +6,7 @@ their fixtures' teardown stops them. Python's default SIGTERM ends the process w
 running that teardown, and the brokers lived on, with their memory and CPU, beside
 whatever ran next on the machine (CI's deadline sends SIGTERM; so does a developer's
 ``kill``). As a KeyboardInterrupt, pytest stops the session and tears its fixtures down.
-SIGKILL cannot be caught: what it leaves behind stays (``pgrep -fa eoskafka`` finds it).
+SIGKILL cannot be caught: what it leaves behind stays (``pgrep -fa 'eoskafka|tansu'`` finds it).
 """
 
 from __future__ import annotations

@@ -36,8 +36,7 @@ import pytest
 
 from eos_kafka_source.sink.decisions.log import DecisionLog
 from eos_kafka_source.sink.driver import crash_points
-from tests.crash_driver import FULL_SWEEP as FULL
-from tests.crash_driver import Query, batch_rows, record, run_crash
+from tests.crash_driver import FULL_SWEEP, Query, batch_rows, record, run_crash
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, committed_view
 from tests.sink_harness import Harness, open_transactions_of
@@ -109,7 +108,7 @@ class Cell:
 def _cells() -> list[pytest.param]:
     base = [Cell(p, SCENARIO[p]) for p in crash_points.names()]
     base += [Cell(p, s, k) for p, s, k in EXTRA]
-    actions = ACTIONS if FULL else ("none",)
+    actions = ACTIONS if FULL_SWEEP else ("none",)
     out = []
     for action in actions:
         for cell in base:

@@ -94,10 +94,7 @@ class Feeder(threading.Thread):
         try:
             producer.init_transactions()  # aborts what the previous incarnation left open
         except BaseException:
-            try:
-                producer.close(timeout=1)
-            except Exception:  # noqa: BLE001 - the error that matters is the one raised
-                _force_close(producer)
+            _close(producer, 1, self.name)
             raise
         return producer
 
@@ -142,11 +139,7 @@ class Feeder(threading.Thread):
     def _drop(self, clean: bool = False) -> None:
         producer, self.producer = self.producer, None
         if producer is not None:
-            try:
-                producer.close(timeout=2 if clean else 0)
-            except Exception as exc:  # a dead broker: nothing left to flush anyway
-                log.info("%s: close: %s", self.name, exc)
-                _force_close(producer)
+            _close(producer, 2 if clean else 0, self.name)
 
     def seal(self, partitions: int) -> None:
         """After stop: one last committed transaction touching every partition, on a fresh
@@ -182,12 +175,17 @@ class Feeder(threading.Thread):
             sealer.close(timeout=5)
 
 
-def _force_close(producer: KafkaProducer) -> None:
-    """Stop a producer whose close() gave up. kafka-python's close flushes first and raises
-    on a timeout before it stops its sender thread: the thread would live on against a dead
-    broker, and the producer's ``__del__`` would print the same timeout again (noise in CI's
-    log). Private attributes: the harness only, never the package."""
-    sender = getattr(producer, "_sender", None)
-    if sender is not None:
-        sender.force_close()
-    producer._closed = True
+def _close(producer: KafkaProducer, timeout_s: float, name: str) -> None:
+    """Close a producer of a broker that may be dead (nothing left to flush anyway), and stop
+    it even when close() gives up. kafka-python's close flushes first and raises on a timeout
+    before it stops its sender thread: the thread would live on against the dead broker, and
+    the producer's ``__del__`` would print the same timeout again (noise in CI's log).
+    Private attributes: the harness only, never the package."""
+    try:
+        producer.close(timeout=timeout_s)
+    except Exception as exc:  # noqa: BLE001 - a dead broker; the caller's error is the one
+        log.info("%s: close: %s; stopping its sender", name, exc)
+        sender = getattr(producer, "_sender", None)
+        if sender is not None:
+            sender.force_close()
+        producer._closed = True

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO, overload
 
 from ..client_config import ClientConfig
 from ..errors import EosKafkaError
@@ -57,6 +57,12 @@ def common_options() -> argparse.ArgumentParser:
     return parent
 
 
+@overload
+def client_config(args: argparse.Namespace) -> ClientConfig: ...
+@overload
+def client_config(args: argparse.Namespace, *, required: Literal[True]) -> ClientConfig: ...
+@overload
+def client_config(args: argparse.Namespace, *, required: bool) -> ClientConfig | None: ...
 def client_config(args: argparse.Namespace, *, required: bool = True) -> ClientConfig | None:
     """The ClientConfig from ``--bootstrap-server`` and ``--config``; None if not given and not
     ``required``. Errors name option keys, never values."""

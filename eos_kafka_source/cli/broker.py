@@ -78,7 +78,7 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
         raise c.UsageError(f"port {args.port} on 127.0.0.1 is already in use; pick another "
                            "or leave --port out for a free one")
     stop = stop or threading.Event()
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = signal.signal(signum, lambda *_: stop.set())

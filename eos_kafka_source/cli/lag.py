@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         info = fetch_metadata(wire, sorted({t for t, _ in offsets}))
         leaders = {(t, p): leader for t, ti in info.items() for p, leader in ti.leaders.items()}
         bounds = fetch_bounds(wire, leaders, hints=offsets)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (topic, partition), b in sorted(bounds.items()):
         offset = offsets.get((topic, partition), 0)
         rows.append({"topic": topic, "partition": partition, "offset": offset,

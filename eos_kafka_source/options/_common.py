@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import overload
 
 from ..client_keys import (
     PREFIX,
@@ -57,6 +58,12 @@ def _reject_unknown(opts: Mapping[str, str], allowed: Iterable[str], role: str) 
             f"{', '.join(known)} and kafka.* settings. Fix or remove it.")
 
 
+@overload
+def _int(opts: Mapping[str, str], name: str, default: int, *, minimum: int = 1,
+         maximum: int | None = None, why: str = "") -> int: ...
+@overload
+def _int(opts: Mapping[str, str], name: str, default: None, *, minimum: int = 1,
+         maximum: int | None = None, why: str = "") -> int | None: ...
 def _int(opts: Mapping[str, str], name: str, default: int | None, *, minimum: int = 1,
          maximum: int | None = None, why: str = "") -> int | None:
     raw = _get(opts, name)

@@ -7,6 +7,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypedDict
 
 from ..client_config import ClientConfig
 from ..client_keys import PREFIX, PRODUCER_KEYS, normalize_options
@@ -156,13 +157,20 @@ def _check_spec_partitions(name: str, spec: tuple[tuple[TopicPartition, int], ..
                           f"subscribe to; remove them or add them to the subscription.")
 
 
-def _time_spec(opts: Mapping[str, str], name: str) -> dict[str, object]:
+class _TimeSpec(TypedDict):
+    kind: str
+    timestamp: int | None
+    per_partition: tuple[tuple[TopicPartition, int], ...]
+    option: str
+
+
+def _time_spec(opts: Mapping[str, str], name: str) -> _TimeSpec:
     """Fields of a spec for ``*Timestamp`` (one ms value) or ``*OffsetsByTimestamp`` (JSON)."""
     if name in ("startingTimestamp", "endingTimestamp"):
         return {"kind": "timestamp", "timestamp": _int(opts, name, None, minimum=0),
-                "option": name}
+                "per_partition": (), "option": name}
     per = _per_partition(name, _get(opts, name) or "", minimum=0, what="a timestamp in ms (>= 0)")
-    return {"kind": "timestamps", "per_partition": per, "option": name}
+    return {"kind": "timestamps", "timestamp": None, "per_partition": per, "option": name}
 
 
 def _by_precedence(opts: Mapping[str, str], names: tuple[str, ...]) -> str | None:

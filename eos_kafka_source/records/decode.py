@@ -140,8 +140,8 @@ class ColumnBuilder:
                     self._timestamps, self._headers,
                 )  # fmt: skip
             else:
-                data = batch[HEADER_SIZE:]
-                data = decompress(codec, data) if codec else bytes(data)
+                body = batch[HEADER_SIZE:]
+                data = decompress(codec, body) if codec else bytes(body)
                 _decode_records(
                     data, header.record_count, header.base_offset, header.first_timestamp,
                     start - header.base_offset, end - header.base_offset,

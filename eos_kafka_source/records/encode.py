@@ -140,7 +140,7 @@ def encode_batch(
             return bytes(built)
         fields = HEADER.unpack_from(built, 0)
         first_ts, max_ts = fields[7], fields[8]
-        records = memoryview(built)[HEADER_SIZE:]
+        records: bytes | memoryview = memoryview(built)[HEADER_SIZE:]
     else:
         if isinstance(timestamps_ms, int):
             first_ts = max_ts = timestamps_ms
@@ -233,8 +233,7 @@ def _encode_records(
     join = b"".join
     parts: list[bytes] = []
     add = parts.append
-    constant_ts = isinstance(timestamps_ms, int)
-    stamps = _repeat(first_ts) if constant_ts else timestamps_ms
+    stamps = _repeat(first_ts) if isinstance(timestamps_ms, int) else timestamps_ms
     hdrs = _repeat(None) if headers is None else headers
     for offset, key, value, ts, rec_headers in zip(_count(), keys, values, stamps, hdrs):
         delta = ts - first_ts

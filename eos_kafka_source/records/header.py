@@ -29,7 +29,7 @@ from eos_kafka_source.errors import CorruptRecordError
 try:
     from crc32c import crc32c
 except ImportError:  # pragma: no cover - the crc32c package is a hard dependency
-    from kafka.record._crc32c import crc as crc32c
+    from kafka.record._crc32c import crc as crc32c  # type: ignore[no-redef]
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61: where the records (or the compressed blob) start

@@ -114,7 +114,7 @@ def read_partition(
                 wire.close()  # its next request connects afresh
                 leader = None
             except DataLossError:
-                if part.fail_on_data_loss:
+                if part.fail_on_data_loss or leader is None:  # None: not from a fetch
                     raise
                 log_start = fetch_bounds(wire, {tp: leader})[tp].log_start
                 if log_start <= position:
@@ -129,13 +129,13 @@ def read_partition(
     except (TopicNotFoundError, KafkaProtocolError) as exc:
         if _partition_exists(wire, tp):
             raise
-        lost = (f"{part.topic}-{part.partition} was deleted while this task read it; offsets "
+        gone = (f"{part.topic}-{part.partition} was deleted while this task read it; offsets "
                 f"{position} to {part.end - 1} were not read")
         if part.fail_on_data_loss:
             raise DataLossError(
-                f"{lost}. If you accept this, set the source option failOnDataLoss=false to "
+                f"{gone}. If you accept this, set the source option failOnDataLoss=false to "
                 "skip a deleted topic's remaining offsets") from exc
-        log.warning("%s (failOnDataLoss=false: skipped)", lost)
+        log.warning("%s (failOnDataLoss=false: skipped)", gone)
     finally:
         if clean:
             kept.give_back(part.client, wire)

@@ -9,6 +9,8 @@ expected.
 
 from __future__ import annotations
 
+from typing import Any
+
 import kafka.errors as kerrors
 from kafka.net.compat import KafkaNetClient
 
@@ -69,12 +71,12 @@ def bootstrap(client: KafkaNetClient, timeout_ms: int, via: str | None = None) -
     up; kafka-python's bootstrap would pick one at random, perhaps a paused one, and wait
     on it for the whole deadline.
     """
-    manager = getattr(client, "_manager", None)
+    manager: Any = getattr(client, "_manager", None)
     start = getattr(manager, "bootstrap_async", None)
     if start is None:
         client.check_version(timeout_ms=timeout_ms)
         return
-    cluster = getattr(manager, "cluster", None)
+    cluster: Any = manager.cluster  # bootstrap_async comes with it
     only = [b for b in cluster.bootstrap_brokers() if b.node_id == via] if via else []
     if only:  # for this bootstrap only (an instance attribute over the method)
         cluster.bootstrap_brokers = lambda: only

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kafka.protocol.admin import (
@@ -83,7 +83,7 @@ def matching_topics(wire: KafkaWire, pattern: str) -> dict[str, TopicInfo]:
     return {n: t for n, t in fetch_metadata(wire, None).items() if regex.fullmatch(n)}
 
 
-def leader_of(info: dict[str, TopicInfo], tp: TopicPartition) -> int:
+def leader_of(info: Mapping[str, TopicInfo], tp: TopicPartition) -> int:
     topic, partition = tp
     try:
         leader = info[topic].leaders[partition]

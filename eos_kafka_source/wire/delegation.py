@@ -25,6 +25,7 @@ import itertools
 import logging
 import threading
 import time
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,12 +40,23 @@ from .connection import KafkaWire
 log = logging.getLogger(__name__)
 
 
-class CreateDelegationTokenRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
-class CreateDelegationTokenResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
-class RenewDelegationTokenRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
-class RenewDelegationTokenResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
-class ExpireDelegationTokenRequest(ApiMessage, load_json=schemas): pass  # noqa: E701
-class ExpireDelegationTokenResponse(ApiMessage, load_json=schemas): pass  # noqa: E701
+def _message(name: str) -> Any:
+    """The kafka-python message class ``name``, read from our JSON schema (wire/schemas/).
+
+    ``load_json`` goes to kafka-python's metaclass, not to ``__init_subclass__``, which a
+    type checker cannot see from a class statement: the class is made with it explicitly."""
+    def body(ns: dict[str, Any]) -> None:
+        ns["__module__"] = __name__
+
+    return types.new_class(name, (ApiMessage,), {"load_json": schemas}, body)
+
+
+CreateDelegationTokenRequest = _message("CreateDelegationTokenRequest")
+CreateDelegationTokenResponse = _message("CreateDelegationTokenResponse")
+RenewDelegationTokenRequest = _message("RenewDelegationTokenRequest")
+RenewDelegationTokenResponse = _message("RenewDelegationTokenResponse")
+ExpireDelegationTokenRequest = _message("ExpireDelegationTokenRequest")
+ExpireDelegationTokenResponse = _message("ExpireDelegationTokenResponse")
 
 
 _CAPS = {"CreateDelegationTokenRequest": 2, "RenewDelegationTokenRequest": 2,

@@ -20,7 +20,13 @@ from kafka.protocol.producer import (
     ProduceRequest,
 )
 
-from ..errors import ConnectionDroppedError, KafkaProtocolError, TimeoutError_, for_code
+from ..errors import (
+    ConnectionDroppedError,
+    KafkaProtocolError,
+    NotAuthorizedError,
+    TimeoutError_,
+    for_code,
+)
 from ..faults import fault_point
 from .cluster import TopicPartition
 from .connection import KafkaWire
@@ -115,12 +121,13 @@ def init_idempotent(wire: KafkaWire, *, topic: str | None = None,
             resp = wire.request(wire.any_node(), request, "InitProducerId (idempotent)")
             if not resp.error_code:
                 return ProducerIdentity(resp.producer_id, resp.producer_epoch)
+            kind = for_code(resp.error_code)
             error: BaseException = (
-                for_code(resp.error_code)(
-                    "InitProducerId (idempotent: WRITE on any topic or IDEMPOTENT_WRITE on "
-                    "the cluster grants it)", ("TOPIC", topic))
-                if resp.error_code == _CLUSTER_AUTHORIZATION_FAILED and topic
-                else for_code(resp.error_code)("InitProducerId (idempotent)"))
+                kind("InitProducerId (idempotent: WRITE on any topic or IDEMPOTENT_WRITE on "
+                     "the cluster grants it)", ("TOPIC", topic))
+                if issubclass(kind, NotAuthorizedError) and topic
+                and resp.error_code == _CLUSTER_AUTHORIZATION_FAILED
+                else kind("InitProducerId (idempotent)"))
         except LOST_NODE as exc:
             error = exc
         if not retriable(error) or deadline.expired:

@@ -165,10 +165,9 @@ class DriverProtocol(Aborting):
         user has not been told (``.untold``); each is marked told: reported once."""
         assert self.decisions is not None
         seen = {(d.lineage, d.batch_id) for d in completed if d is not None}
-        for decision in self.decisions.untold():
-            if decision.state not in UNFINISHED and (decision.lineage,
-                                                     decision.batch_id) not in seen:
-                completed.append(decision)
+        for untold in self.decisions.untold():
+            if untold.state not in UNFINISHED and (untold.lineage, untold.batch_id) not in seen:
+                completed.append(untold)
         for decision in completed:
             if decision is not None:
                 self._view(decision.lineage).told(decision.batch_id)
@@ -327,7 +326,7 @@ class DriverProtocol(Aborting):
                                                        lineage=lineage),
                                         report, doing="committing")
                 if finished.state is State.VOID:
-                    self._raise_if_too_long(batch, report.lost)
+                    self._raise_if_too_long(batch, report.lost)  # type: ignore[attr-defined]
                     raise TransactionLostError(
                         f"batch {batch_id}: no transaction could be committed (fenced or "
                         "expired), nothing was written; the batch fails and will be replayed "

@@ -89,7 +89,7 @@ class Rows:
     topics: list[str | None] | None
     partitions: list[int | None] | None
     headers: list[list[tuple[str, bytes | None]]] | None
-    timestamps_ms: pa.Array | list[int] | None
+    timestamps_ms: pa.Array | None
     key_array: pa.Array | None = None
 
     def __len__(self) -> int:

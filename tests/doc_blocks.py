@@ -18,6 +18,8 @@ _FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)")
 
 #: Blocks run by a test: (page, first line of the block) -> the test that runs it.
 RUN = {
+    ("README.md", "# quickstart.py: copy a Kafka topic exactly once with Spark, from nothing."):
+        "tests/deploy/test_wheel.py::test_readme_quick_start_runs_as_written",
     ("README.md", 'df = (spark.readStream.format("eoskafka")'):
         "tests/spark/test_docs_snippets.py::test_readme_read_and_write",
     ("README.md", "import eos_kafka_source"):

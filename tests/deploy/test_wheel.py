@@ -116,3 +116,21 @@ def test_plain_wheel_format_eoskafka_without_register(
         _job(installed, cluster.url, bootstrap, unique, tmp_path)
     finally:
         cluster.stop()
+
+
+def test_readme_quick_start_runs_as_written(installed: Installed, tmp_path: Path) -> None:
+    """README's quick start, verbatim, as a newcomer runs it: the wheel with its [broker]
+    extra in a fresh venv, no broker, no topics, no session, nothing else set up."""
+    from tests import doc_blocks
+
+    _ok(_run([installed.python, "-m", "pip", "install", "-q",
+              f"{installed.wheel}[broker]"]))
+    script = tmp_path / "quickstart.py"
+    script.write_text(doc_blocks.block(
+        "README.md", "# quickstart.py: copy a Kafka topic exactly once with Spark, from nothing."
+    ).text)
+    out = _ok(_run([installed.python, str(script)], cwd=tmp_path,
+                   env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}))
+    rows = [line.split("|")[1:3] for line in out.splitlines() if line.startswith("|")]
+    assert [[c.strip() for c in r] for r in rows] == [
+        ["key", "value"], ["alpha", "ALPHA"], ["beta", "BETA"], ["gamma", "GAMMA"]], out

@@ -224,7 +224,9 @@ def _define(code: int, name: str, retriable: bool) -> type[KafkaProtocolError]:
     base = NotAuthorizedError if code in AUTHORIZATION_CODES else KafkaProtocolError
     cls = type(cls_name, (base,), attrs)
     _BY_CODE[code] = cls
-    globals()[cls_name] = cls
+    # Never over a class of ours of the same name (InvalidTimestampError: the sink's
+    # EOSKAFKA_INVALID_TIMESTAMP, not this module's code-32 class).
+    globals().setdefault(cls_name, cls)
     return cls
 
 

@@ -111,7 +111,7 @@ def test_plain_wheel_format_eoskafka_without_register(
     if where == "local":
         _job(installed, "local[2]", bootstrap, unique, tmp_path)
         return
-    cluster = SparkCluster(tmp_path / "cluster", workers=1).start()
+    cluster = SparkCluster(tmp_path / "cluster", workers=2).start()
     try:
         _job(installed, cluster.url, bootstrap, unique, tmp_path)
     finally:

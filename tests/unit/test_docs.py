@@ -246,3 +246,14 @@ def test_license_and_changelog() -> None:
     assert "END OF TERMS AND CONDITIONS" in license_text
     assert (docs.ROOT / "CHANGELOG.md").read_text().startswith("# Changelog")
 
+
+
+def test_tested_versions_table_is_what_ci_runs() -> None:
+    """docs/compatibility.md's versions table is generated from .ci/run and the Makefile."""
+    from tests import versions_tested
+
+    page = versions_tested.PAGE.read_text()
+    assert page == versions_tested.replaced(page), (
+        "docs/compatibility.md's versions table is stale: python -m tests.versions_tested --write")
+    rows = dict(versions_tested.rows())
+    assert rows["Python 3.12"] == "untested"

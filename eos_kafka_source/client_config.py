@@ -25,8 +25,8 @@ from dataclasses import dataclass, fields
 
 from eos_kafka_source.client_keys import (
     DEADLINES,
-    PASSTHROUGH_KEYS,
     PREFIX,
+    WRITER_KEYS,
     check_keys,
     normalize_options,
     shown,
@@ -35,8 +35,10 @@ from eos_kafka_source.errors import ConfigError
 from eos_kafka_source.kerberos_config import KerberosSettings
 from eos_kafka_source.oauth_config import OAuthSettings
 from eos_kafka_source.sasl_config import parse_sasl
+from eos_kafka_source.tls_config import TlsSettings, parse_tls
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+DNS_LOOKUPS = ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")
 _JAVA_STORE_EXT = (".jks", ".p12", ".pfx", ".keystore", ".truststore")
 _SERVER = re.compile(r"(\[[0-9A-Za-z:.%]+\]|[A-Za-z0-9._-]+):(\d{1,5})")
 #: Largest message kafka-python may read; its 1 MB default breaks big fetches.
@@ -124,7 +126,14 @@ class ClientConfig:
     delivery_timeout_ms: int = 120000
     max_block_ms: int = 60000
     client_id: str = "eoskafka"
+    #: ``kafka.connections.max.idle.ms``: an unused connection is closed after it.
+    connections_max_idle_ms: int = 540_000
+    #: ``kafka.client.dns.lookup`` (:data:`DNS_LOOKUPS`).
+    dns_lookup: str = "use_all_dns_ips"
+    #: The honoured settings the task writer reads (:data:`client_keys.WRITER_KEYS`).
     extra: tuple[tuple[str, str], ...] = ()
+    #: ``kafka.ssl.enabled.protocols``, ``.protocol``, ``.cipher.suites``; None: not given.
+    tls: TlsSettings | None = None
     #: Where OAUTHBEARER tokens come from (``kafka.sasl.mechanism=OAUTHBEARER``), else None.
     oauth: OAuthSettings | None = None
     #: SCRAM as a Kafka delegation token (``tokenauth="true"`` in the ScramLoginModule line):
@@ -174,7 +183,13 @@ class ClientConfig:
             "socket_connection_setup_timeout_ms": self.connect_timeout_ms,
             "client_id": self.client_id,
             "receive_message_max_bytes": RECEIVE_MESSAGE_MAX_BYTES,
+            "connections_max_idle_ms": self.connections_max_idle_ms,
+            "client_dns_lookup": self.dns_lookup,
         }
+        if self.tls is not None and self.security_protocol.endswith("SSL"):
+            kwargs["ssl_context"] = self.tls.context(
+                self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile, self.ssl_password,
+                self.ssl_check_hostname)
         optional = {
             "sasl_mechanism": self.sasl_mechanism,
             "sasl_plain_username": self.sasl_username,
@@ -231,9 +246,11 @@ class ClientConfig:
             certfile = kafka["ssl.certificate.location"]
         keyfile = kafka.get("ssl.key.location")
         ssl_password = kafka.get("ssl.key.password", kafka.get("ssl.keystore.password"))
-        if not protocol.endswith("SSL") and any(
-                v is not None for v in (cafile, certfile, keyfile, ssl_password)):
-            raise ConfigError(f"SSL files or passwords are given but kafka.security.protocol "
+        tls = parse_tls(kafka)
+        if not protocol.endswith("SSL") and (tls is not None or any(
+                v is not None for v in (cafile, certfile, keyfile, ssl_password))):
+            raise ConfigError(f"SSL files, passwords or versions are given but "
+                              f"kafka.security.protocol "
                               f"is {protocol}, so they would be ignored; set "
                               f"kafka.security.protocol=SSL (or SASL_SSL).")
         algorithm = kafka.get("ssl.endpoint.identification.algorithm", "https").strip()
@@ -245,11 +262,18 @@ class ClientConfig:
 
         timeouts = {name: _positive_int(f"kafka.{name}", kafka[name]) if name in kafka
                     else default for name, (default, _) in DEADLINES.items()}
+        idle_key = "connections.max.idle.ms"
+        idle_ms = (_positive_int(f"kafka.{idle_key}", kafka[idle_key]) if idle_key in kafka
+                   else cls.connections_max_idle_ms)
         if timeouts["delivery.timeout.ms"] < timeouts["request.timeout.ms"]:
             raise ConfigError(  # the Java producer refuses this too
                 f"kafka.delivery.timeout.ms ({timeouts['delivery.timeout.ms']}) must be at "
                 f"least kafka.request.timeout.ms ({timeouts['request.timeout.ms']}): a batch "
                 "would give up before its first answer could arrive; raise it.")
+        dns_lookup = kafka.get("client.dns.lookup", cls.dns_lookup).strip().lower()
+        if dns_lookup not in DNS_LOOKUPS:
+            raise ConfigError(f"kafka.client.dns.lookup={dns_lookup!r} is not one of "
+                              f"{', '.join(DNS_LOOKUPS)}; set one of them.")
         client_id = kafka.get("client.id", "eoskafka").strip()
         if not client_id:
             raise ConfigError("kafka.client.id is empty; remove it or give a name.")
@@ -270,7 +294,10 @@ class ClientConfig:
             delivery_timeout_ms=timeouts["delivery.timeout.ms"],
             max_block_ms=timeouts["max.block.ms"],
             client_id=client_id,
-            extra=tuple(sorted((k, v) for k, v in kafka.items() if k in PASSTHROUGH_KEYS)),
+            connections_max_idle_ms=idle_ms,
+            dns_lookup=dns_lookup,
+            extra=tuple(sorted((k, v) for k, v in kafka.items() if k in WRITER_KEYS)),
+            tls=tls,
             oauth=sasl.oauth,
             sasl_token_auth=sasl.token_auth,
             kerberos=sasl.kerberos,

@@ -1,10 +1,9 @@
 """Which ``kafka.*`` keys eoskafka knows, and the helpers every option parser shares.
 
-Every ``kafka.*`` key must be one of: a connection setting (:data:`CONNECTION_KEYS`, parsed
-into :class:`~eos_kafka_source.client_config.ClientConfig`); one of :data:`PASSTHROUGH_KEYS`,
-accepted so Spark jobs keep working and kept without effect unless a wire module reads it;
-or one of :data:`ROLE_KEYS`, which the source and sink options judge themselves. Anything
-else is refused with a "did you mean" hint (:func:`check_keys`).
+Every ``kafka.*`` key is in :data:`~eos_kafka_source.client_table.TABLE`, honoured or
+refused with why and what to use instead (:func:`check_keys`); a key that is not is
+refused with a "did you mean" hint. Keys honoured on one side only (a producer setting on
+a read) are refused by the source and sink options (:func:`refuse_other_side`).
 """
 
 from __future__ import annotations
@@ -12,22 +11,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Mapping
 
+from eos_kafka_source.client_table import HONOURED, NOT_APPLICABLE, TABLE, other_side
 from eos_kafka_source.errors import ConfigError
-from eos_kafka_source.kerberos_config import KERBEROS_KEYS, KERBEROS_PASSTHROUGH
-from eos_kafka_source.oauth_config import OAUTH_KEYS, OAUTH_PASSTHROUGH
 
 PREFIX = "kafka."
-
-#: Parsed into :class:`ClientConfig` fields (names without the ``kafka.`` prefix).
-CONNECTION_KEYS = frozenset({
-    "bootstrap.servers", "security.protocol", "sasl.mechanism", "sasl.jaas.config",
-    "sasl.username", "sasl.password", "ssl.truststore.location", "ssl.truststore.type",
-    "ssl.truststore.password", "ssl.ca.location", "ssl.certificate.location",
-    "ssl.key.location", "ssl.key.password", "ssl.keystore.location", "ssl.keystore.type",
-    "ssl.keystore.password", "ssl.endpoint.identification.algorithm", "request.timeout.ms",
-    "socket.connection.setup.timeout.ms", "client.id", "default.api.timeout.ms",
-    "delivery.timeout.ms", "max.block.ms",
-}) | OAUTH_KEYS | KERBEROS_KEYS
 
 #: The deadlines, as the Java client names them: (default ms, what eoskafka bounds with it).
 #: Every retry loop of one operation shares one deadline (issue 16): a broker restart, a
@@ -48,48 +35,9 @@ DEADLINES: dict[str, tuple[int, str]] = {
                      "FindCoordinator, InitProducerId, AddPartitionsToTxn"),
 }
 
-#: Java client settings accepted and kept in ``ClientConfig.extra``. Most are tuning of a
-#: client we do not run and change nothing; the sink reads a few (its produce batching,
-#: compression and deadlines): docs/options.md says which, checked by tests/unit/test_docs.py.
-PASSTHROUGH_KEYS = frozenset({
-    # common
-    "client.dns.lookup", "connections.max.idle.ms", "metadata.max.age.ms",
-    "receive.buffer.bytes", "send.buffer.bytes", "reconnect.backoff.ms",
-    "reconnect.backoff.max.ms", "retry.backoff.ms", "retry.backoff.max.ms",
-    "socket.connection.setup.timeout.max.ms", "client.rack",
-    "ssl.protocol", "ssl.enabled.protocols", "ssl.cipher.suites",
-    "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
-    # consumer
-    "session.timeout.ms", "heartbeat.interval.ms", "max.poll.records",
-    "max.poll.interval.ms", "fetch.min.bytes", "fetch.max.bytes", "fetch.max.wait.ms",
-    "max.partition.fetch.bytes", "check.crcs", "allow.auto.create.topics",
-    # producer
-    "linger.ms", "batch.size", "buffer.memory", "compression.type", "compression.gzip.level",
-    "compression.lz4.level", "compression.zstd.level", "max.request.size",
-    "retries", "max.in.flight.requests.per.connection",
-})
-
-#: Settings whose meaning depends on reading or writing; judged by SourceOptions/SinkOptions.
-CONSUMER_KEYS = frozenset({"isolation.level", "group.id", "enable.auto.commit",
-                           "auto.offset.reset"})
-PRODUCER_KEYS = frozenset({"acks", "enable.idempotence", "transactional.id",
-                           "transaction.timeout.ms"})
-ROLE_KEYS = CONSUMER_KEYS | PRODUCER_KEYS
-
-_BYTES = "keys and values are always bytes; cast or serialize in a DataFrame instead"
-REJECTED = {
-    "key.serializer": _BYTES, "value.serializer": _BYTES,
-    "key.deserializer": _BYTES, "value.deserializer": _BYTES,
-    "interceptor.classes": "Java interceptors cannot run in eoskafka's Python client",
-    "partitioner.class": "partitions come from the partition column or the key hash",
-    "ssl.truststore.certificates": "inline certificates are not supported; write them "
-    "to a PEM file and set kafka.ssl.truststore.location",
-    "ssl.keystore.certificate.chain": "inline certificates are not supported; write them "
-    "to a PEM file and set kafka.ssl.certificate.location",
-    "ssl.keystore.key": "inline keys are not supported; write the key to a PEM file and "
-    "set kafka.ssl.key.location",
-    "sasl.client.callback.handler.class": "Java callback handlers cannot run in Python",
-}
+#: Honoured settings the task writer reads from ``ClientConfig.extra`` (validated by
+#: SinkOptions): kept there because recovery's writer has no SinkOptions.
+WRITER_KEYS = frozenset({"max.request.size", "max.in.flight.requests.per.connection"})
 _SECRET_KEYS = frozenset({"sasl.jaas.config", "sasl.password", "ssl.key.password",
                           "ssl.keystore.password", "ssl.truststore.password"})
 
@@ -135,22 +83,32 @@ def suggest(key: str, known: Collection[str]) -> str:
 
 
 def check_keys(kafka: Mapping[str, str]) -> None:
-    """Refuse a ``kafka.*`` key (given without its prefix) that is unknown or unsupported,
-    naming it, why, and the nearest known key."""
-    known = (CONNECTION_KEYS | PASSTHROUGH_KEYS | ROLE_KEYS | OAUTH_PASSTHROUGH
-             | KERBEROS_PASSTHROUGH)
+    """Refuse a ``kafka.*`` key (given without its prefix) that is unknown or not honoured,
+    naming it, why, and what to use (or the nearest known key)."""
     for key in sorted(kafka):
-        if key in REJECTED:
-            raise ConfigError(f"option kafka.{key} is not supported: {REJECTED[key]}. "
-                              f"Remove it.")
-        if key not in known:
+        entry = TABLE.get(key)
+        if entry is None:
             raise ConfigError(
-                f"unknown option 'kafka.{key}'.{suggest(PREFIX + key, _prefixed(known))} "
-                f"eoskafka accepts the connection settings (kafka.bootstrap.servers, "
-                f"kafka.security.protocol, kafka.sasl.*, kafka.ssl.*) and the Java client "
-                f"settings in eos_kafka_source.client_keys.PASSTHROUGH_KEYS; fix or "
-                f"remove it."
+                f"unknown option 'kafka.{key}'.{suggest(PREFIX + key, _prefixed(TABLE))} "
+                f"eoskafka knows every setting of Kafka's Java clients (docs/options.md "
+                f"lists what each does here); fix or remove it."
             )
+        if entry.status == NOT_APPLICABLE:
+            raise ConfigError(f"option kafka.{key} does not apply to eoskafka: {entry.text}. "
+                              f"Remove it.")
+        if entry.status != HONOURED:
+            raise ConfigError(f"option kafka.{key} is not supported: {entry.text}. "
+                              f"Remove it.")
+
+
+def refuse_other_side(opts: Mapping[str, str], role: str) -> None:
+    """Refuse ``kafka.*`` keys of ``opts`` honoured only on the other side (``role``: the
+    table's SOURCE or SINK)."""
+    for key in sorted(opts):
+        why = other_side(key[len(PREFIX):], role) if key.startswith(PREFIX) else None
+        if why is not None:
+            name = "source" if role == "source" else "sink"
+            raise ConfigError(f"{key} is not allowed on the {name}: {why}. Remove it.")
 
 
 def _prefixed(keys: Collection[str]) -> list[str]:

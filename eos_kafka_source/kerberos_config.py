@@ -33,12 +33,6 @@ JAAS_HELP = ('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=tr
 
 #: GSSAPI settings parsed here (names without ``kafka.``).
 KERBEROS_KEYS = frozenset({"sasl.kerberos.service.name", "sasl.kerberos.krb5.conf"})
-#: The Java client's ticket renewal tuning, accepted without effect: eoskafka's client has
-#: no login thread to tune; MIT Kerberos gets a new ticket from the keytab when one expires.
-KERBEROS_PASSTHROUGH = frozenset({
-    "sasl.kerberos.kinit.cmd", "sasl.kerberos.ticket.renew.window.factor",
-    "sasl.kerberos.ticket.renew.jitter", "sasl.kerberos.min.time.before.relogin",
-})
 
 _TICKET_CACHE = ("the tasks run in other processes, often on other hosts, which do not have "
                  "the driver's ticket cache (kinit's): sign in with a keytab every executor "

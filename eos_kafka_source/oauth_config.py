@@ -45,14 +45,6 @@ OAUTH_KEYS = frozenset({
     # KIP-1139: the client credentials outside the JAAS line (the JAAS keys are deprecated)
     "sasl.oauthbearer.client.credentials.client.id",
     "sasl.oauthbearer.client.credentials.client.secret", "sasl.oauthbearer.scope",
-})
-#: Java OAUTHBEARER tuning accepted without effect (claims the broker checks, retry backoff).
-OAUTH_PASSTHROUGH = frozenset({
-    "sasl.login.refresh.window.jitter", "sasl.login.retry.backoff.ms",
-    "sasl.login.retry.backoff.max.ms", "sasl.oauthbearer.scope.claim.name",
-    "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.clock.skew.seconds",
-    "sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer",
-    "sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
     "sasl.oauthbearer.header.urlencode",
 })
 _PROVIDER_SHAPE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
@@ -132,6 +124,11 @@ def parse_oauth(kafka: Mapping[str, str], jaas_module: str | None,
                           "development mode of Kafka's; eoskafka signs in with real tokens "
                           f"only: set {ENDPOINT} and clientId/clientSecret ({JAAS_HELP}), or "
                           f"{PROVIDER}.")
+    encode = kafka.get("sasl.oauthbearer.header.urlencode", "true").strip().lower()
+    if encode != "true":
+        raise ConfigError(f"kafka.sasl.oauthbearer.header.urlencode={encode!r}: eoskafka always "
+                          "URL-encodes the client id and secret in the token request, as "
+                          "RFC 6749 asks; remove it (or set true).")
     handler = kafka.get("sasl.login.callback.handler.class")
     if handler is not None and handler.strip() not in LOGIN_HANDLERS:
         raise ConfigError(

@@ -10,6 +10,8 @@ listener                  protocol          what a client needs
 ``SSL``                   SSL               the test CA (PEM)
 ``MTLS``                  SSL               the CA and a client certificate signed by it
 ``SASL_SSL``              SASL_SSL          the CA, then PLAIN, SCRAM-SHA-256 or -512
+``TLS12``                 SSL               the CA; TLS 1.2 with one cipher suite only
+                                            (:data:`TLS12_SUITE`): the TLS option tests
 ========================  ================  =================================================
 
 PLAIN users live in the listener's JAAS line (``user_alice="..."``); SCRAM users are
@@ -44,7 +46,9 @@ KEY_PASSWORD = f"Kp-{CORE}-key"  # the client key's (mutual TLS)
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 #: Listener name -> security protocol.
 LISTENERS = {"SASL_PLAINTEXT": "SASL_PLAINTEXT", "SSL": "SSL", "MTLS": "SSL",
-             "SASL_SSL": "SASL_SSL"}
+             "SASL_SSL": "SASL_SSL", "TLS12": "SSL"}
+#: The one cipher suite the TLS12 listener accepts (Java's name).
+TLS12_SUITE = "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
 #: SASL mechanisms each SASL listener enables (SCRAM-SHA-256 is left out of one on purpose).
 ENABLED = {"SASL_PLAINTEXT": ("PLAIN", "SCRAM-SHA-512"), "SASL_SSL": MECHANISMS}
 #: A refusal must come well within this (it takes milliseconds; the slack is for busy hosts).
@@ -138,8 +142,9 @@ def listener_specs(certs: Mapping[str, Path]) -> list[ListenerSpec]:
     tls = {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs["server_keystore"])}
     mutual = {**tls, "ssl.client.auth": "required", "ssl.truststore.type": "PEM",
               "ssl.truststore.location": str(certs["ca"])}
+    tls12 = {**tls, "ssl.enabled.protocols": "TLSv1.2", "ssl.cipher.suites": TLS12_SUITE}
     configs = {"SASL_PLAINTEXT": sasl("SASL_PLAINTEXT"), "SSL": tls, "MTLS": mutual,
-               "SASL_SSL": {**tls, **sasl("SASL_SSL")}}
+               "SASL_SSL": {**tls, **sasl("SASL_SSL")}, "TLS12": tls12}
     return [ListenerSpec(name, LISTENERS[name], configs[name]) for name in LISTENERS]
 
 

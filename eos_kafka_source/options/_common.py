@@ -110,9 +110,3 @@ def _check_topic(option: str, topic: str) -> str:
                           f"characters from A-Z a-z 0-9 . _ -); fix the name.")
     return topic
 
-
-def _refuse(opts: Mapping[str, str], reasons: Mapping[str, str], role: str) -> None:
-    for key in sorted(reasons):
-        if PREFIX + key in opts:
-            raise ConfigError(f"kafka.{key} is not allowed on the {role}: {reasons[key]}. "
-                              f"Remove it.")

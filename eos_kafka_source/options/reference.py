@@ -18,12 +18,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..client_keys import CONNECTION_KEYS, PASSTHROUGH_KEYS, PREFIX, REJECTED
-from ..kerberos_config import KERBEROS_PASSTHROUGH
-from ..oauth_config import OAUTH_PASSTHROUGH
+from ..client_keys import PREFIX
+from ..client_table import BOTH, HONOURED, TABLE, honoured
+from ..client_table import SINK as ON_SINK
+from ..client_table import SOURCE as ON_SOURCE
 from ._common import SINK_OPTIONS, SOURCE_IGNORED, SOURCE_OPTIONS
-from .sink import _SINK_REFUSED
-from .source import _SOURCE_REFUSED
 
 BEGIN, END = "<!-- options:begin -->", "<!-- options:end -->"
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "options.md"
@@ -118,109 +117,15 @@ SINK = (
         "is written whenever the input has one"),
 )
 
-#: ``kafka.*`` keys read the same way by both sides (client_keys.CONNECTION_KEYS).
-CONNECTION = (
-    Opt("bootstrap.servers", "required", "`host:port[,host:port]`"),
-    Opt("security.protocol", "`PLAINTEXT`", "`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT`, `SASL_SSL`",
-        "stream:client.security_protocol"),
-    Opt("sasl.mechanism", "none (`PLAIN` with a PlainLoginModule line, `OAUTHBEARER` with an "
-        "OAuthBearerLoginModule line, `GSSAPI` with a Krb5LoginModule line)", "`PLAIN`, "
-        "`SCRAM-SHA-256`, `SCRAM-SHA-512`, `OAUTHBEARER`, `GSSAPI` (Kerberos with a keytab: "
-        "[security](security.md#kerberos-gssapi))"),
-    Opt("sasl.jaas.config", "", "a PlainLoginModule or ScramLoginModule line with username "
-        "and password (`tokenauth=\"true\"` for a delegation token), an "
-        "OAuthBearerLoginModule line with clientId, clientSecret, scope and `extension_*`, or "
-        "a Krb5LoginModule line with `useKeyTab=true`, keyTab and principal, as in Spark's "
-        "Kafka source (hidden everywhere)"),
-    Opt("sasl.kerberos.service.name", "", "GSSAPI, required: the first part of the brokers' "
-        "Kerberos principal (`kafka` for `kafka/HOST@REALM`), as Kafka's Java client"),
-    Opt("sasl.kerberos.krb5.conf", "`KRB5_CONFIG`, else `/etc/krb5.conf`", "GSSAPI, "
-        "eoskafka's own: the path of krb5.conf on the driver and every executor (Java reads "
-        "the JVM's `java.security.krb5.conf` instead)"),
-    Opt("sasl.oauthbearer.token.endpoint.url", "", "OAUTHBEARER: the identity provider's token "
-        "endpoint (OIDC client credentials), as Kafka's Java client"),
-    Opt("sasl.login.callback.handler.class", "", "OAUTHBEARER: Kafka's "
-        "`OAuthBearerLoginCallbackHandler` (either package name); other Java classes are "
-        "refused"),
-    Opt("sasl.oauthbearer.token.provider", "", "OAUTHBEARER, eoskafka's own: `module:callable` "
-        "returning `(token, expires_at)`, for AWS MSK IAM, Azure, GCP or any other source "
-        "([security](security.md#a-python-token-provider))"),
-    Opt("sasl.oauthbearer.client.credentials.client.id", "", "the client id outside the JAAS "
-        "line (KIP-1139)"),
-    Opt("sasl.oauthbearer.client.credentials.client.secret", "", "its secret (hidden)"),
-    Opt("sasl.oauthbearer.scope", "", "the scope asked for"),
-    Opt("sasl.login.refresh.window.factor", "0.8", "a token is refreshed after this share of "
-        "its lifetime ..."),
-    Opt("sasl.login.refresh.buffer.seconds", "300", "... or this long before it expires, "
-        "whichever is first ..."),
-    Opt("sasl.login.refresh.min.period.seconds", "60", "... but not sooner than this after it "
-        "was fetched (unless the token lives shorter)"),
-    Opt("sasl.login.connect.timeout.ms", "10000", "accepted (the token request's deadline is "
-        "`kafka.sasl.login.read.timeout.ms`)"),
-    Opt("sasl.login.read.timeout.ms", "10000", "how long a token request may take"),
-    Opt("sasl.username", "", "with `kafka.sasl.password`, instead of a JAAS line"),
-    Opt("sasl.password", "", "hidden everywhere"),
-    Opt("ssl.truststore.location", "", "the CA certificate(s) of the brokers, **PEM**"),
-    Opt("ssl.ca.location", "", "the same, under librdkafka's name"),
-    Opt("ssl.truststore.type", "`PEM`", "`JKS`/`PKCS12` are refused with the command that "
-        "converts the store"),
-    Opt("ssl.truststore.password", "", "accepted; a PEM trust store has no password"),
-    Opt("ssl.keystore.location", "", "a client certificate, **PEM** (with its key, or "
-        "`kafka.ssl.key.location`)"),
-    Opt("ssl.certificate.location", "", "the same, under librdkafka's name"),
-    Opt("ssl.keystore.type", "`PEM`", "as `kafka.ssl.truststore.type`"),
-    Opt("ssl.key.location", "", "the client key, **PEM**"),
-    Opt("ssl.key.password", "", "the client key's password (hidden)"),
-    Opt("ssl.keystore.password", "", "used as the key's password when "
-        "`kafka.ssl.key.password` is not set (hidden)"),
-    Opt("ssl.endpoint.identification.algorithm", "`https`", "`https`: the broker's host "
-        "name must be in its certificate; empty: not checked"),
-    Opt("request.timeout.ms", "30000", "how long one request waits for its answer",
-        "stream:client.request_timeout_ms"),
-    Opt("socket.connection.setup.timeout.ms", "10000", "how long a connection may take; an "
-        "unreachable broker fails with `EOSKAFKA_BROKER_UNREACHABLE` after it",
-        "stream:client.connect_timeout_ms"),
-    Opt("client.id", "`eoskafka`", "the client id in every request",
-        "stream:client.client_id"),
-    Opt("default.api.timeout.ms", "60000 (1 min)", "the deadline of each driver-side or "
-        "metadata operation, every retry included: planning, leader and coordinator lookups, "
-        "fencing, aborts, group offsets (a restarting, paused or moved broker is retried until "
-        "it passes)", "stream:client.api_timeout_ms"),
-    Opt("delivery.timeout.ms", "120000 (2 min)", "how long a task re-sends an unacknowledged "
-        "Produce batch (a moved or restarting leader, NOT_ENOUGH_REPLICAS); at least "
-        "`kafka.request.timeout.ms`", "stream:client.delivery_timeout_ms"),
-    Opt("max.block.ms", "60000 (1 min)", "the deadline of a task's transactional calls "
-        "(FindCoordinator, InitProducerId, AddPartitionsToTxn)", "stream:client.max_block_ms"),
-)
+def _kafka(side: str) -> tuple[Opt, ...]:
+    """The honoured ``kafka.*`` keys of ``side``, from the table (client_table.py)."""
+    return tuple(Opt(name, key.default, key.text, key.check)
+                 for name, key in honoured(side).items())
 
-#: ``kafka.*`` keys that mean something on one side only (the others are refused there).
-SOURCE_KAFKA = (
-    Opt("isolation.level", "`read_committed`", "or `read_uncommitted` (Spark's default)"),
-    Opt("group.id", "none", "streaming reads: each committed batch's end offsets are "
-        "committed to this group, for Kafka's lag tools (advisory; see below); ignored on "
-        "batch reads", "stream:progress_group"),
-)
-SINK_KAFKA = (
-    Opt("transaction.timeout.ms", "900000 (15 min)", "at most 3600000 and at most the "
-        "broker's `transaction.max.timeout.ms` (the broker checks it at the first InitProducerId: "
-        "the driver's fencing at query start, or a task's); see "
-        "[operations](operations.md#sizing-the-transaction-timeout)",
-        "sink:transaction_timeout_ms"),
-    Opt("acks", "`all`", "only `all` (or `-1`) is accepted"),
-    Opt("enable.idempotence", "`true`", "`false` is refused"),
-    Opt("compression.type", "`none`", "`gzip`, `snappy`, `lz4`, `zstd`: every produce batch "
-        "(lz4 at its default level uses lz4's fast compressor, as Java does)"),
-    Opt("compression.gzip.level", "-1 (zlib's 6)", "1-9, as the Java producer (KIP-390); a "
-        "level for a codec the write does not use is refused"),
-    Opt("compression.lz4.level", "9 (fast compressor)", "1-17: 3-17 other than 9 use lz4 HC"),
-    Opt("compression.zstd.level", "3", "-131072 to 22"),
-    Opt("batch.size", "900000", "cap on a produce batch's bytes (under the brokers' 1 MiB "
-        "`message.max.bytes`); `0`: one record per batch", "sink:batch_bytes"),
-    Opt("linger.ms", "0", "accepted and validated; adds no wait (a task batches from the rows "
-        "it holds)"),
-    Opt("max.request.size", "1048576", "cap on a Produce request's bytes",
-        "const:eos_kafka_source.sink.task.writer:_MAX_REQUEST_SIZE"),
-)
+
+#: ``kafka.*`` keys read the same way by both sides; those of one side only (the other
+#: refuses them).
+CONNECTION, SOURCE_KAFKA, SINK_KAFKA = _kafka(BOTH), _kafka(ON_SOURCE), _kafka(ON_SINK)
 
 
 def _table(rows: tuple[Opt, ...], prefix: str = "") -> list[str]:
@@ -229,16 +134,12 @@ def _table(rows: tuple[Opt, ...], prefix: str = "") -> list[str]:
     return out
 
 
-def _reasons(reasons: dict[str, str]) -> list[str]:
-    out = ["| option | why |", "|---|---|"]
-    out += [f"| `{PREFIX}{k}` | {reasons[k]} |" for k in sorted(reasons)]
+def refused() -> list[str]:
+    """Every ``kafka.*`` key refused on both sides: refused or not applicable, and why."""
+    out = ["| option | | why, and what to use |", "|---|---|---|"]
+    out += [f"| `{PREFIX}{name}` | {key.status} | {key.text} |"
+            for name, key in sorted(TABLE.items()) if key.status != HONOURED]
     return out
-
-
-def no_effect() -> list[str]:
-    """Java client settings accepted (so Spark jobs keep working) that change nothing here."""
-    used = {o.name for o in CONNECTION + SOURCE_KAFKA + SINK_KAFKA}
-    return sorted((PASSTHROUGH_KEYS | OAUTH_PASSTHROUGH | KERBEROS_PASSTHROUGH) - used)
 
 
 #: Said beside the sink options: what a batch costs is set by the tasks that write it.
@@ -262,20 +163,18 @@ def render() -> str:
              "### `kafka.*` settings, source and sink", "", *_table(CONNECTION, PREFIX), "",
              "### `kafka.*` settings of the source only", "", *_table(SOURCE_KAFKA, PREFIX), "",
              "### `kafka.*` settings of the sink only", "", *_table(SINK_KAFKA, PREFIX), "",
-             "### Accepted, no effect", "",
-             "Java client settings a Spark job may carry; accepted on both sides and ignored "
-             "(tuning of a client eoskafka does not run): "
-             + ", ".join(f"`{PREFIX}{k}`" for k in no_effect()) + ".", "",
-             "### Refused", "", "On both sides:", "", *_reasons(REJECTED), "",
-             "On the source:", "", *_reasons(_SOURCE_REFUSED), "",
-             "On the sink:", "", *_reasons(_SINK_REFUSED), "", END]
+             "### Refused", "",
+             "Every setting of Kafka's 4.4 producer, consumer and admin clients is above or "
+             "here; none is accepted and ignored. A setting of the source only is refused on "
+             "the sink, and the reverse. **Not applicable**: it tunes a part of the Java "
+             "client eoskafka does not have. Both sides refuse:", "", *refused(), "", END]
     return "\n".join(lines) + "\n"
 
 
 def accepted_names() -> dict[str, set[str]]:
     """What the parsers accept, per table (for the drift test)."""
     return {"source": set(SOURCE_OPTIONS) | set(SOURCE_IGNORED), "sink": set(SINK_OPTIONS),
-            "connection": set(CONNECTION_KEYS)}
+            "connection": set(honoured(BOTH))}
 
 
 def splice(page: str) -> str:

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..client_config import ClientConfig
-from ..client_keys import CONSUMER_KEYS, PREFIX, normalize_options
+from ..client_keys import PREFIX, normalize_options, refuse_other_side
+from ..client_table import SINK
 from ..errors import ConfigError
 from ._common import (
     _ID_PREFIX,
@@ -17,22 +18,17 @@ from ._common import (
     _choice,
     _get,
     _int,
-    _refuse,
     _reject_unknown,
 )
-
-_SINK_REFUSED = {
-    "transactional.id": "eoskafka assigns transactional ids itself; use transactionalIdPrefix",
-    "isolation.level": "it is a consumer setting; the sink always writes transactionally and "
-                       "readers choose their own isolation level",
-    **{k: "it is a consumer setting and a write does not read"
-       for k in CONSUMER_KEYS - {"isolation.level"}},
-}
 
 
 def _sink_role_keys(opts: Mapping[str, str]) -> None:
     """Refuse kafka.* settings that would break or contradict the transactional writer."""
-    _refuse(opts, _SINK_REFUSED, "sink")
+    refuse_other_side(opts, SINK)
+    _int(opts, PREFIX + "max.request.size", 0, why=" It caps a Produce request's bytes, "
+         "like the Java producer's; e.g. 1048576.")
+    _int(opts, PREFIX + "max.in.flight.requests.per.connection", 0, maximum=5,
+         why=" The idempotent producer keeps order with at most 5 requests in flight.")
     acks = opts.get(PREFIX + "acks")
     if acks is not None and acks.strip().lower() not in ("all", "-1"):
         raise ConfigError(f"kafka.acks={acks!r} is not allowed: transactions and "

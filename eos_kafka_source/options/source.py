@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from ..client_config import ClientConfig
-from ..client_keys import PREFIX, PRODUCER_KEYS, normalize_options
+from ..client_keys import PREFIX, normalize_options, refuse_other_side
+from ..client_table import SOURCE
 from ..errors import ConfigError
 from ..offsets import (
     EARLIEST,
@@ -30,7 +31,6 @@ from ._common import (
     _choice,
     _get,
     _int,
-    _refuse,
     _reject_unknown,
     parse_duration_ms,
 )
@@ -234,19 +234,30 @@ def _ending(opts: Mapping[str, str], streaming: bool) -> EndingSpec | None:
     return EndingSpec("offsets", per_partition=per)
 
 
-_SOURCE_REFUSED = {
-    "enable.auto.commit": "eoskafka keeps its progress in the Spark checkpoint, not in "
-                          "consumer-group offsets",
-    "auto.offset.reset": "use startingOffsets to choose where a new query starts (and "
-                         "failOnDataLoss for offsets that disappear)",
-    **{k: "it is a producer setting and has no effect on a read" for k in PRODUCER_KEYS},
-}
-def _source_role_keys(opts: Mapping[str, str]) -> bool:
+def _source_role_keys(opts: Mapping[str, str], streaming: bool) -> bool:
     """Judge the consumer/producer kafka.* keys on a read; returns read_committed."""
-    _refuse(opts, _SOURCE_REFUSED, "source")
+    refuse_other_side(opts, SOURCE)
+    if not streaming and _get(opts, PREFIX + "group.id") is not None:
+        raise ConfigError("kafka.group.id applies to streaming reads only (each committed "
+                          "batch's end offsets go to that group, for Kafka's lag tools); a "
+                          "batch read commits no progress. Remove it.")
     level = _choice(opts, PREFIX + "isolation.level", ("read_committed", "read_uncommitted"),
                     "read_committed")
     return level == "read_committed"
+
+
+def _fetch_bytes(opts: Mapping[str, str]) -> int:
+    """``fetchMaxBytes``, or the Java consumer's name for it:
+    ``kafka.max.partition.fetch.bytes``."""
+    names = [n for n in ("fetchMaxBytes", PREFIX + "max.partition.fetch.bytes")
+             if _get(opts, n) is not None]
+    if len(names) == 2 and _get(opts, names[0]) != _get(opts, names[1]):
+        raise ConfigError("fetchMaxBytes and kafka.max.partition.fetch.bytes are the same "
+                          "setting (bytes per partition fetch) and differ; keep one.")
+    return _int(opts, names[0] if names else "fetchMaxBytes", 8 * 1024 * 1024,
+                maximum=MAX_FETCH_BYTES,
+                why=" A fetch must fit in one response of at most 64 MiB, with room for one "
+                    "oversized record batch; use e.g. 8388608 (8 MiB).")
 
 
 @dataclass(frozen=True)
@@ -285,7 +296,7 @@ class SourceOptions:
         opts = normalize_options(options)
         _reject_unknown(opts, SOURCE_OPTIONS + SOURCE_IGNORED, "source")
         client = ClientConfig.from_options(opts)
-        read_committed = _source_role_keys(opts)
+        read_committed = _source_role_keys(opts, streaming)
         subscription = Subscription.parse(opts)
         starting = _starting(opts, streaming)
         ending = _ending(opts, streaming)
@@ -323,10 +334,7 @@ class SourceOptions:
             fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
             include_headers=_bool(opts, "includeHeaders", False),
             read_committed=read_committed,
-            fetch_max_bytes=_int(
-                opts, "fetchMaxBytes", 8 * 1024 * 1024, maximum=MAX_FETCH_BYTES,
-                why=" A fetch must fit in one response of at most 64 MiB, with room for one "
-                    "oversized record batch; use e.g. 8388608 (8 MiB)."),
+            fetch_max_bytes=_fetch_bytes(opts),
             poll_timeout_ms=_int(opts, "kafkaConsumer.pollTimeoutMs", 120_000),
             progress_group=(_get(opts, PREFIX + "group.id") or None) if streaming else None,
         )

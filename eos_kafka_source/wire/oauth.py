@@ -155,7 +155,8 @@ def _from_endpoint(s: OAuthSettings) -> tuple[str, float]:
                  "Content-Type": "application/x-www-form-urlencoded"})
     started = time.time()
     try:
-        with urllib.request.urlopen(request, timeout=s.read_timeout_ms / 1000) as answer:
+        timeout_s = max(s.read_timeout_ms, s.connect_timeout_ms) / 1000  # one for both
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
             body = answer.read()
     except urllib.error.HTTPError as exc:
         detail = _error_detail(exc)

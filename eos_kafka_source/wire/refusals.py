@@ -21,6 +21,10 @@ from .redact import redact
 _TLS_REFUSALS = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "WRONG_VERSION_NUMBER",
                  "mismatch", "doesn't match", "UNKNOWN_CA", "BAD_CERTIFICATE",
                  "CERTIFICATE_REQUIRED")
+#: Texts of a handshake where client and broker share no TLS version or cipher suite.
+_TLS_NO_COMMON = ("PROTOCOL_VERSION", "UNSUPPORTED_PROTOCOL", "NO_PROTOCOLS_AVAILABLE",
+                  "HANDSHAKE_FAILURE", "NO_SHARED_CIPHER", "NO_CIPHERS_AVAILABLE",
+                  "INSUFFICIENT_SECURITY")
 #: Texts of failures to load this side's TLS files (missing, not PEM, wrong key password).
 _TLS_FILE_ERRORS = ("PEM lib", "BAD_DECRYPT", "NO_START_LINE", "KEY_VALUES_MISMATCH",
                     "NO_CERTIFICATE_OR_CRL_FOUND", "No such file", "Is a directory",
@@ -85,6 +89,13 @@ def refusal(config: ClientConfig, exc: BaseException, in_sasl: bool) -> Authenti
             "kafka.ssl.truststore.location (or kafka.ssl.ca.location), "
             "kafka.ssl.certificate.location and kafka.ssl.key.location name readable PEM "
             "files and that kafka.ssl.key.password decrypts the key"
+        )
+    if any(marker in text for marker in _TLS_NO_COMMON):
+        return AuthenticationError(
+            f"the TLS handshake with {servers} failed ({text}): the broker and this client "
+            "share no TLS version or cipher suite; check kafka.ssl.enabled.protocols, "
+            "kafka.ssl.protocol and kafka.ssl.cipher.suites against the listener's "
+            "ssl.enabled.protocols and ssl.cipher.suites, and that this listener speaks TLS"
         )
     if any(marker in text for marker in _TLS_REFUSALS):
         return AuthenticationError(

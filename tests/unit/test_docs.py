@@ -18,16 +18,11 @@ from pathlib import Path
 import pytest
 
 from eos_kafka_source.cli import build_parser
-from eos_kafka_source.client_keys import (
-    CONNECTION_KEYS,
-    PASSTHROUGH_KEYS,
-    ROLE_KEYS,
-)
+from eos_kafka_source.client_keys import WRITER_KEYS
+from eos_kafka_source.client_table import HONOURED, TABLE, honoured
 from eos_kafka_source.errors import ConfigError
 from eos_kafka_source.options import SinkOptions, SourceOptions
 from eos_kafka_source.options import reference as ref
-from eos_kafka_source.options.sink import _SINK_REFUSED
-from eos_kafka_source.options.source import _SOURCE_REFUSED
 from tests import doc_blocks as docs
 
 BOOT = {"kafka.bootstrap.servers": "b1:9092"}
@@ -48,24 +43,23 @@ def test_every_accepted_option_has_a_line_and_every_line_is_accepted() -> None:
     assert {o.name for o in ref.SOURCE} == accepted["source"]
     assert {o.name for o in ref.SINK} == accepted["sink"]
     assert {o.name for o in ref.CONNECTION} == accepted["connection"]
-    source_kafka = {o.name for o in ref.SOURCE_KAFKA}
-    sink_kafka = {o.name for o in ref.SINK_KAFKA}
-    assert source_kafka | sink_kafka <= ROLE_KEYS | PASSTHROUGH_KEYS
-    # every role key is documented on a side or refused there, with its reason
-    assert ROLE_KEYS - source_kafka == set(_SOURCE_REFUSED) & ROLE_KEYS
-    assert ROLE_KEYS - sink_kafka == set(_SINK_REFUSED) & ROLE_KEYS
-    documented = set(ref.no_effect()) | source_kafka | sink_kafka | set(CONNECTION_KEYS)
-    assert documented >= PASSTHROUGH_KEYS | CONNECTION_KEYS
+    kafka = {o.name for o in ref.CONNECTION + ref.SOURCE_KAFKA + ref.SINK_KAFKA}
+    assert kafka == set(honoured())
+    # every other key of the table is in the refused table, with its reason
+    page = ref.render()
+    for name, key in TABLE.items():
+        if key.status != HONOURED:
+            assert f"| `kafka.{name}` | {key.status} | {key.text} |" in page, name
 
 
-def test_passthrough_settings_the_code_reads_are_not_listed_as_no_effect() -> None:
+def test_settings_the_code_reads_from_extra_are_honoured() -> None:
     """A Java client setting a module reads from ``ClientConfig.extra`` has its own line."""
     pattern = re.compile(r"""extra(?:\.get\(|\[)\s*["']([a-z]+\.[a-z.]+)["']""")
     read = {m.group(1) for path in (docs.ROOT / "eos_kafka_source").rglob("*.py")
             for m in pattern.finditer(path.read_text())}
     assert read, "no extra.get(...) found: the pattern is stale"
     assert read <= {o.name for o in ref.SOURCE_KAFKA + ref.SINK_KAFKA + ref.CONNECTION}
-    assert not read & set(ref.no_effect())
+    assert read <= WRITER_KEYS
 
 
 def _not_unknown(parse, options: dict[str, str]) -> None:

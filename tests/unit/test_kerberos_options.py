@@ -52,10 +52,12 @@ def test_the_mechanism_follows_from_a_krb5_line_and_service_name_from_jaas() -> 
     assert config.kerberos.krb5_conf is None  # KRB5_CONFIG, else /etc/krb5.conf
 
 
-def test_java_renewal_tuning_is_accepted() -> None:
-    ClientConfig.from_options({**JAVA, "kafka.sasl.kerberos.kinit.cmd": "/usr/bin/kinit",
-                               "kafka.sasl.kerberos.ticket.renew.window.factor": "0.8",
-                               "kafka.sasl.kerberos.min.time.before.relogin": "60000"})
+@pytest.mark.parametrize("key", ["kafka.sasl.kerberos.kinit.cmd",
+                                 "kafka.sasl.kerberos.ticket.renew.window.factor",
+                                 "kafka.sasl.kerberos.min.time.before.relogin"])
+def test_java_renewal_tuning_is_refused(key: str) -> None:
+    """It would do nothing here (no login thread), so it is refused, saying why."""
+    assert key in _error({**JAVA, key: "60000"}) and "no login thread" in _error({**JAVA, key: "1"})
 
 
 @pytest.mark.parametrize(("change", "needles"), [

@@ -146,11 +146,12 @@ class TaskWriter:
         self.bytes = 0
         extra = dict(wire.config.extra)
         self.max_request_size = int(extra.get("max.request.size", _MAX_REQUEST_SIZE))
+        max_in_flight = int(extra.get("max.in.flight.requests.per.connection", _MAX_IN_FLIGHT))
         self.block_s = wire.config.max_block_ms / 1000
         self._request_budget = max(self.max_request_size - _REQUEST_FRAMING, 1)
         self.pipeline = ProducePipeline(
             wire, transactional_id, leader=self._leader, refresh=self._refresh,
-            max_in_flight=_MAX_IN_FLIGHT, request_timeout_ms=wire.config.request_timeout_ms,
+            max_in_flight=max_in_flight, request_timeout_ms=wire.config.request_timeout_ms,
             delivery_timeout_s=wire.config.delivery_timeout_ms / 1000,
         )
 

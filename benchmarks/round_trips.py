@@ -29,7 +29,7 @@ import pyarrow as pa
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from eos_kafka_source.apache_kafka import KafkaCluster
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.wire import KafkaWire, create_topic, fetch_metadata
 from eos_kafka_source.wire.connection import KafkaWire as Wire
 

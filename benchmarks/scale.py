@@ -44,7 +44,7 @@ import pyarrow as pa
 
 import eos_kafka_source
 from eos_kafka_source.apache_kafka import KafkaCluster
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.sink.driver.fencing import fence_identities
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.wire import (

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .broker import EmbeddedBroker
-from .client_config import ClientConfig
+from .client.config import ClientConfig
 from .wire import KafkaWire, create_topic
 
 TXN_SIZE = 250

@@ -22,7 +22,7 @@ from kafka.errors import KafkaTimeoutError
 from kafka.producer.future import RecordMetadata
 
 from eos_kafka_source import wire as kwire
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.errors import KafkaProtocolError
 
 #: One record's headers: (name, value) pairs (kafka-python refuses None values).

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.sink.decisions.log import DecisionLog
 from eos_kafka_source.sink.driver.protocol import DriverProtocol
 from eos_kafka_source.sink.handoff import TxnHandoff

@@ -31,7 +31,7 @@ from pathlib import Path
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.apache_kafka.jars import cache_root
 from eos_kafka_source.apache_kafka.spark_connector import connector_version, spark_jars
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 
 from ..common import KAFKA_LABEL, KAFKA_VERSION, ready_topic
 from ..throughput.versus import into_readme

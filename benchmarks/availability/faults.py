@@ -35,7 +35,7 @@ from pathlib import Path
 from kafka.protocol.metadata import MetadataRequest
 
 from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.wire import KafkaWire, fetch_metadata, find_coordinator
 
 #: ``none`` is the baseline: the same run with no fault (a query's own start-up, batch gaps).

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from kafka.protocol.admin import DeleteTopicsRequest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.errors import KafkaProtocolError, TopicNotFoundError
 from eos_kafka_source.wire import KafkaWire, create_topic, fetch_bounds, fetch_metadata, leader_of
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from eos_kafka_source.apache_kafka import KafkaCluster
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 
 from ..common import KAFKA_LABEL, KAFKA_VERSION, load, ready_topic, unique
 from ..common.spark_home import installed_pyspark_home

@@ -23,7 +23,7 @@ from collections import Counter
 from aiokafka.record._crecords import DefaultRecordBatch
 from kafka.protocol.consumer import FetchRequest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.records import encode_batch, iter_batches
 from eos_kafka_source.records.header import control_is_commit
 from eos_kafka_source.wire import KafkaWire, fetch_metadata, leader_of, produce_errors

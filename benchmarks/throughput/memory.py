@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 
 from ..common import SINK_BATCH_ROWS, Sizes, client, delete_topic, new_topic, values_array
 

@@ -18,7 +18,7 @@ import tempfile
 import time
 from typing import Any
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 
 from ..common import Row, Sizes, delete_topic, measure_rounds, new_topic, row_of
 from . import source

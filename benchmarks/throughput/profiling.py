@@ -13,7 +13,7 @@ import pstats
 from collections.abc import Callable
 from pathlib import Path
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 
 from ..common import Sizes, delete_topic, new_topic, value_batches
 from . import sink, source

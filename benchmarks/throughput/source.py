@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.datasource import kafka_schema
 from eos_kafka_source.source.partition_reader import BATCH_ROWS, arrow_schema_of, read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition

@@ -31,7 +31,7 @@ from typing import Any
 
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.apache_kafka.spark_connector import connector_version, spark_jars
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 
 from ..common import KAFKA_LABEL, KAFKA_VERSION, load, ready_topic, unique
 from .sink import COMMIT_TASK_RECORDS, OUTPUT_PARTITIONS, EosSink, task_records

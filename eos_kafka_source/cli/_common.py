@@ -1,7 +1,7 @@
 """What every command shares: connection options, output, exit codes, the decision log.
 
 Runs on: the operator's machine (the ``eoskafka`` command). Secrets given with
-``--config`` reach only :class:`~eos_kafka_source.client_config.ClientConfig`
+``--config`` reach only :class:`~eos_kafka_source.client.config.ClientConfig`
 (whose repr hides them); nothing here prints an option's value.
 """
 
@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TextIO, overload
 
-from ..client_config import ClientConfig
+from ..client.config import ClientConfig
 from ..errors import EosKafkaError
 
 if TYPE_CHECKING:

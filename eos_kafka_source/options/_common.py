@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import overload
 
-from ..client_keys import (
+from ..client.keys import (
     PREFIX,
     closest,
     shown,

@@ -18,10 +18,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..client_keys import PREFIX
-from ..client_table import BOTH, HONOURED, TABLE, honoured
-from ..client_table import SINK as ON_SINK
-from ..client_table import SOURCE as ON_SOURCE
+from ..client.keys import PREFIX
+from ..client.table import BOTH, HONOURED, TABLE, honoured
+from ..client.table import SINK as ON_SINK
+from ..client.table import SOURCE as ON_SOURCE
 from ._common import SINK_OPTIONS, SOURCE_IGNORED, SOURCE_OPTIONS
 
 BEGIN, END = "<!-- options:begin -->", "<!-- options:end -->"
@@ -118,7 +118,7 @@ SINK = (
 )
 
 def _kafka(side: str) -> tuple[Opt, ...]:
-    """The honoured ``kafka.*`` keys of ``side``, from the table (client_table.py)."""
+    """The honoured ``kafka.*`` keys of ``side``, from the table (client/table.py)."""
     return tuple(Opt(name, key.default, key.text, key.check)
                  for name, key in honoured(side).items())
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..client_config import ClientConfig
-from ..client_keys import PREFIX, normalize_options, refuse_other_side
-from ..client_table import SINK
+from ..client.config import ClientConfig
+from ..client.keys import PREFIX, normalize_options, refuse_other_side
+from ..client.table import SINK
 from ..errors import ConfigError
 from ._common import (
     _ID_PREFIX,

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypedDict
 
-from ..client_config import ClientConfig
-from ..client_keys import PREFIX, normalize_options, refuse_other_side
-from ..client_table import SOURCE
+from ..client.config import ClientConfig
+from ..client.keys import PREFIX, normalize_options, refuse_other_side
+from ..client.table import SOURCE
 from ..errors import ConfigError
 from ..offsets import (
     EARLIEST,

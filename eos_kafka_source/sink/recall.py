@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Generic, TypeVar
 
-from ..client_config import ClientConfig
+from ..client.config import ClientConfig
 from ..wire import KafkaWire, TopicInfo
 
 #: Seconds an answer is kept (as long as a kept connection: ``wire/kept.py``).

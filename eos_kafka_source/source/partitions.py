@@ -3,7 +3,7 @@
 Created on the driver by the planner, pickled by Spark and unpickled on an
 executor, where :func:`~eos_kafka_source.source.partition_reader.read_partition`
 reads it. It must stay picklable: plain values only (the client settings are a
-frozen :class:`~eos_kafka_source.client_config.ClientConfig`).
+frozen :class:`~eos_kafka_source.client.config.ClientConfig`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
-from ..client_config import ClientConfig
+from ..client.config import ClientConfig
 
 
 @dataclass(frozen=True)

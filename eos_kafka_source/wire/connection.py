@@ -23,7 +23,7 @@ import kafka.errors as kerrors
 from kafka.net.compat import KafkaNetClient
 
 from ..acls import remember_client
-from ..client_config import ClientConfig
+from ..client.config import ClientConfig
 from ..errors import (
     AuthenticationError,
     BrokerUnreachableError,

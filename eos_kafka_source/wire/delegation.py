@@ -32,7 +32,7 @@ from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 
-from ..client_config import ClientConfig
+from ..client.config import ClientConfig
 from ..errors import AuthenticationError, EosKafkaError, for_code
 from . import schemas
 from .connection import KafkaWire

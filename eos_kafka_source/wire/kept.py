@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from ..client_config import ClientConfig
+from ..client.config import ClientConfig
 from .connection import KafkaWire
 
 #: Seconds a kept wire may sit unused before it is closed instead of reused.

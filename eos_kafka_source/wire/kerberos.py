@@ -32,8 +32,8 @@ from typing import Any
 from kafka.net.sasl import register_sasl_mechanism
 from kafka.net.sasl.gssapi import SaslMechanismGSSAPI
 
+from ..client.kerberos import JAAS, KRB5_CONF, SERVICE, KerberosSettings
 from ..errors import AuthenticationError
-from ..kerberos_config import JAAS, KRB5_CONF, SERVICE, KerberosSettings
 
 INSTALL = ("pip install 'eoskafka[kerberos]' in the Python of the driver and of every "
            "executor; it builds against MIT Kerberos' headers: apt-get install libkrb5-dev "

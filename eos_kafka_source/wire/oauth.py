@@ -2,13 +2,13 @@
 
 Runs wherever connections are made: the driver (planning, commit) and every task on the
 executors. Each Python process keeps one :class:`TokenSource` per
-:class:`~eos_kafka_source.oauth_config.OAuthSettings` (nothing is pickled but the
+:class:`~eos_kafka_source.client.oauth.OAuthSettings` (nothing is pickled but the
 settings), so the tasks a worker runs one after another share a token instead of asking
 the identity provider each time. kafka-python asks for a token at every SASL
 authentication: a new connection, and KIP-368 re-authentication of an open one (which
 kafka-python 3.0 does when the broker sets ``connections.max.reauth.ms``); the source
 answers its cached token while it is fresh and fetches a new one once the refresh time
-has passed (:meth:`OAuthSettings <eos_kafka_source.oauth_config.OAuthSettings>` says
+has passed (:meth:`OAuthSettings <eos_kafka_source.client.oauth.OAuthSettings>` says
 when), so a query that runs for days never presents an expired token.
 
 Tokens come from one of:
@@ -39,8 +39,8 @@ from typing import Any
 from kafka.net.sasl import register_sasl_mechanism
 from kafka.net.sasl.oauth import AbstractTokenProvider, SaslMechanismOAuth
 
+from ..client.oauth import JAAS, OAuthSettings
 from ..errors import AuthenticationError
-from ..oauth_config import JAAS, OAuthSettings
 from .redact import protect
 
 #: A token whose expiry is this close is not handed out (it could expire in flight).

@@ -12,7 +12,7 @@ import re
 
 import kafka.errors as kerrors
 
-from ..client_config import ClientConfig
+from ..client.config import ClientConfig
 from ..errors import AuthenticationError
 from .oauth import OAuthTokenError, describe_claims, token_provider
 from .redact import redact

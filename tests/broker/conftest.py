@@ -12,7 +12,7 @@ import pytest
 from kafka.protocol.metadata import MetadataRequest
 
 from eos_kafka_source.apache_kafka import KafkaCluster
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.wire import KafkaWire
 from tests.kafka_clusters import kafka_for_tests
 from tests.kafka_helpers import create_topic

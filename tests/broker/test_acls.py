@@ -38,7 +38,7 @@ from kafka.admin import (
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools, ListenerSpec
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.datasource import EosKafkaDataSource, kafka_schema
 from eos_kafka_source.errors import NotAuthorizedError
 from eos_kafka_source.sink.driver.claims import claim_group

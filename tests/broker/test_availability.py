@@ -118,7 +118,7 @@ def test_commit_rides_out_a_paused_transaction_coordinator(kafka: KafkaCluster, 
     (a guard: passed as is)."""
     from collections import Counter
 
-    from eos_kafka_source.client_config import ClientConfig
+    from eos_kafka_source.client.config import ClientConfig
     from eos_kafka_source.wire import find_coordinator
     from tests.oracle import assert_no_open_transactions
     from tests.sink_harness import Harness, vals

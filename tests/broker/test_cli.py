@@ -24,7 +24,7 @@ import pytest
 
 from eos_kafka_source.broker import free_port
 from eos_kafka_source.cli import main
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.sink.decisions.log import DecisionLog
 from eos_kafka_source.sink.driver.fencing import fence
 from eos_kafka_source.sink.driver.protocol import DriverProtocol

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.errors import AuthenticationError
 from eos_kafka_source.wire import KafkaWire, create_topic, fetch_metadata
 from eos_kafka_source.wire.delegation import (

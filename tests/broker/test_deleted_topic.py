@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.errors import DataLossError
 from eos_kafka_source.options import SourceOptions
 from eos_kafka_source.source import partition_reader

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.wire import KafkaWire, create_topic
 from eos_kafka_source.wire.delegation import expire_token
 from eos_kafka_source.wire.oauth import TokenSource, jwt_claims

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from eos_kafka_source.broker import EmbeddedBroker
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.options import SourceOptions
 from eos_kafka_source.sink.driver.committer import finish
 from eos_kafka_source.sink.task.writer import TaskWriter

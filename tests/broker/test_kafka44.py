@@ -19,7 +19,7 @@ import pytest
 from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.protocol.producer import TxnOffsetCommitRequest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.errors import BrokerUnreachableError
 from eos_kafka_source.wire import KafkaWire
 from tests.brokers import KAFKA_VERSION

@@ -21,7 +21,7 @@ import pytest
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from eos_kafka_source.apache_kafka import KafkaCluster
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.errors import TransactionLostError
 from eos_kafka_source.sink import recall
 from eos_kafka_source.sink.driver.claims import aborted_group, claim_group

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.wire import fetch_metadata, kept
 from eos_kafka_source.wire.kept import kept_wire
 from tests.kafka_helpers import create_topic

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.wire import KafkaWire, fetch_metadata
 from eos_kafka_source.wire.delegation import TokenRenewer, create_token, expire_token
 from eos_kafka_source.wire.kerberos import KerberosError

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.datasource import EosKafkaDataSource, kafka_schema
 from eos_kafka_source.errors import AuthenticationError, ConfigError
 from eos_kafka_source.source.partition_reader import read_partition

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.datasource import EosKafkaDataSource, kafka_schema
 from eos_kafka_source.errors import AuthenticationError, BrokerUnreachableError
 from eos_kafka_source.options import SinkOptions, SourceOptions

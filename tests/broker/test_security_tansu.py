@@ -40,7 +40,7 @@ import pytest
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from eos_kafka_source.broker import EmbeddedBroker, broker_binary, free_port
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.datasource import EosKafkaDataSource, kafka_schema
 from eos_kafka_source.errors import AuthenticationError, BrokerUnreachableError
 from eos_kafka_source.source.partition_reader import read_partition

@@ -273,7 +273,7 @@ def _retagged(writer: EosKafkaBatchWriter, task: int, tag: str):  # noqa: ANN202
 
 
 def _wire(bootstrap: str):  # noqa: ANN202
-    from eos_kafka_source.client_config import ClientConfig
+    from eos_kafka_source.client.config import ClientConfig
     from eos_kafka_source.wire import KafkaWire
 
     return KafkaWire(ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap}))

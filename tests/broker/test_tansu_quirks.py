@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import (
     KafkaWire,

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.errors import AuthenticationError
 from eos_kafka_source.wire import KafkaWire, fetch_metadata
 from tests.kafka_security import TLS12_SUITE, SecureKafka, assert_short_failure

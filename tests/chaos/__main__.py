@@ -298,7 +298,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def _config(bootstrap: str):  # noqa: ANN202
-    from eos_kafka_source.client_config import ClientConfig
+    from eos_kafka_source.client.config import ClientConfig
 
     return ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap})
 

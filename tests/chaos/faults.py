@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from eos_kafka_source.broker import EmbeddedBroker
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.sink.decisions.log import DecisionLog
 from eos_kafka_source.sink.naming import TransactionalIdFactory, default_prefix
 from eos_kafka_source.sink.task.writer import TaskWriter

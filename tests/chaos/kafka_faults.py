@@ -33,7 +33,7 @@ from typing import Any
 from kafka.protocol.metadata import MetadataRequest
 
 from eos_kafka_source.apache_kafka import KafkaCluster
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.wire import KafkaWire, fetch_metadata, find_coordinator
 
 from .faults import _ARM_TIMEOUT_S, _COMMIT_POINTS, Chaos

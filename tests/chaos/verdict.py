@@ -21,7 +21,7 @@ from kafka.record import MemoryRecords
 from oracle import TANSU_STUCK_LSO, PartitionView, committed_view, lso_lag
 
 from eos_kafka_source import wire as kwire
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 
 from .feeder import Ledger
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.wire import KafkaWire, create_topic
 from tests.kafka_security import CORE, PASSWORD, USER, WRONG, SecureKafka, make_certificates
 from tests.secure_front import SecureFront, sasl_options, secured_broker

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from eos_kafka_source.broker import free_port
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.wire import KafkaWire, create_topic
 from tests.kafka_helpers import create_topic as create_test_topic
 from tests.secure_front import SecureFront, make_certificates, sasl_options, secured_broker

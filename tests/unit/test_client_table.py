@@ -1,4 +1,4 @@
-"""Every ``kafka.*`` key is honoured or refused (eos_kafka_source/client_table.py).
+"""Every ``kafka.*`` key is honoured or refused (eos_kafka_source/client/table.py).
 
 The whole table is parsed, key by key, through the source and the sink as Spark hands them
 their options: an honoured key changes the parsed options on its side (or, where eoskafka
@@ -9,9 +9,13 @@ what to use. Nothing is accepted and dropped.
 
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
+
 import pytest
 
-from eos_kafka_source.client_table import (
+from eos_kafka_source.client.table import (
     ADMIN,
     BOTH,
     CONSUMER,
@@ -169,3 +173,15 @@ def test_fetch_max_bytes_and_its_java_name_are_one_setting() -> None:
     assert fetch(**{"kafka.max.partition.fetch.bytes": "1000"}) == fetch(fetchMaxBytes="1000")
     with pytest.raises(ConfigError, match="same setting"):
         fetch(fetchMaxBytes="1000", **{"kafka.max.partition.fetch.bytes": "2000"})
+
+
+def test_the_client_package_imports_only_itself_and_errors() -> None:
+    """client/ sits under everything else (options, wire, cli): no import cycle can start
+    there. A fresh interpreter, so other tests' imports do not count."""
+    code = ("import sys, eos_kafka_source.client.config, eos_kafka_source.client.table; "
+            "print(sorted(m for m in sys.modules if m.startswith('eos_kafka_source')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    loaded = set(ast.literal_eval(out))
+    assert {m for m in loaded if not m.startswith("eos_kafka_source.client")} == {
+        "eos_kafka_source", "eos_kafka_source.errors"}

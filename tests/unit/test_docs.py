@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from eos_kafka_source.cli import build_parser
-from eos_kafka_source.client_keys import WRITER_KEYS
-from eos_kafka_source.client_table import HONOURED, TABLE, honoured
+from eos_kafka_source.client.keys import WRITER_KEYS
+from eos_kafka_source.client.table import HONOURED, TABLE, honoured
 from eos_kafka_source.errors import ConfigError
 from eos_kafka_source.options import SinkOptions, SourceOptions
 from eos_kafka_source.options import reference as ref

@@ -1,5 +1,5 @@
 """Kerberos (GSSAPI) options, as a Spark job writes them for Kafka's Java client, mapped onto
-kafka-python's GSSAPI mechanism (eos_kafka_source/kerberos_config.py, wire/kerberos.py);
+kafka-python's GSSAPI mechanism (eos_kafka_source/client/kerberos.py, wire/kerberos.py);
 what cannot be honoured is refused by name. No KDC here: tests/broker/test_kerberos.py
 signs in against a real one."""
 
@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
+from eos_kafka_source.client.kerberos import KerberosSettings
 from eos_kafka_source.errors import ConfigError
-from eos_kafka_source.kerberos_config import KerberosSettings
 
 KRB5 = "com.sun.security.auth.module.Krb5LoginModule required"
 KEYTAB_LINE = f'{KRB5} useKeyTab=true storeKey=true keyTab="/etc/kt/app.keytab" ' \

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.errors import ConfigError
 from eos_kafka_source.wire.oauth import OAuthTokenError, TokenSource, jwt_claims
 

@@ -7,7 +7,7 @@ import pickle
 import pytest
 from kafka import KafkaProducer
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.errors import ConfigError
 from eos_kafka_source.offsets import EndingSpec, StartingSpec
 from eos_kafka_source.options import SinkOptions, SourceOptions, Subscription, parse_duration_ms

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.errors import DataLossError
 from eos_kafka_source.records import encode_batch, iter_batches
 from eos_kafka_source.records.decode import arrow_schema

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 #: Kafka's login callback handler (3.1+), and its name before 3.4 (``secured`` package).
 LOGIN_HANDLERS = (

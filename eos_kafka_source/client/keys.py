@@ -1,6 +1,6 @@
 """Which ``kafka.*`` keys eoskafka knows, and the helpers every option parser shares.
 
-Every ``kafka.*`` key is in :data:`~eos_kafka_source.client_table.TABLE`, honoured or
+Every ``kafka.*`` key is in :data:`~eos_kafka_source.client.table.TABLE`, honoured or
 refused with why and what to use instead (:func:`check_keys`); a key that is not is
 refused with a "did you mean" hint. Keys honoured on one side only (a producer setting on
 a read) are refused by the source and sink options (:func:`refuse_other_side`).
@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Mapping
 
-from eos_kafka_source.client_table import HONOURED, NOT_APPLICABLE, TABLE, other_side
+from eos_kafka_source.client.table import HONOURED, NOT_APPLICABLE, TABLE, other_side
 from eos_kafka_source.errors import ConfigError
 
 PREFIX = "kafka."

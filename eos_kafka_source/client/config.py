@@ -10,8 +10,8 @@ Secrets (SASL password, JAAS config, SSL key password) are kept for the wire
 layer but never appear in a repr, a str or an error message.
 
 Which ``kafka.*`` keys are known, and what each becomes, is
-:mod:`eos_kafka_source.client_keys`; the sign-in (SASL, OAuth, Kerberos) is
-:mod:`eos_kafka_source.sasl_config`.
+:mod:`eos_kafka_source.client.keys`; the sign-in (SASL, OAuth, Kerberos) is
+:mod:`eos_kafka_source.client.sasl`.
 
 >>> ClientConfig.from_options({"kafka.bootstrap.servers": "b1:9092"}).bootstrap_servers
 ('b1:9092',)
@@ -23,7 +23,8 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, fields
 
-from eos_kafka_source.client_keys import (
+from eos_kafka_source.client.kerberos import KerberosSettings
+from eos_kafka_source.client.keys import (
     DEADLINES,
     PREFIX,
     WRITER_KEYS,
@@ -31,11 +32,10 @@ from eos_kafka_source.client_keys import (
     normalize_options,
     shown,
 )
+from eos_kafka_source.client.oauth import OAuthSettings
+from eos_kafka_source.client.sasl import parse_sasl
+from eos_kafka_source.client.tls import TlsSettings, parse_tls
 from eos_kafka_source.errors import ConfigError
-from eos_kafka_source.kerberos_config import KerberosSettings
-from eos_kafka_source.oauth_config import OAuthSettings
-from eos_kafka_source.sasl_config import parse_sasl
-from eos_kafka_source.tls_config import TlsSettings, parse_tls
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DNS_LOOKUPS = ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")
@@ -130,7 +130,7 @@ class ClientConfig:
     connections_max_idle_ms: int = 540_000
     #: ``kafka.client.dns.lookup`` (:data:`DNS_LOOKUPS`).
     dns_lookup: str = "use_all_dns_ips"
-    #: The honoured settings the task writer reads (:data:`client_keys.WRITER_KEYS`).
+    #: The honoured settings the task writer reads (:data:`.keys.WRITER_KEYS`).
     extra: tuple[tuple[str, str], ...] = ()
     #: ``kafka.ssl.enabled.protocols``, ``.protocol``, ``.cipher.suites``; None: not given.
     tls: TlsSettings | None = None

@@ -15,7 +15,7 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 _VERSIONS = {"TLSV1.2": "TLSv1.2", "TLSV1.3": "TLSv1.3"}
 _OLD = ("SSLV2", "SSLV3", "TLSV1", "TLSV1.1")

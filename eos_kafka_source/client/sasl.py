@@ -1,7 +1,7 @@
 """``kafka.sasl.*`` and the JAAS line -> who signs in, and how.
 
 PLAIN and SCRAM (a user, or a delegation token with ``tokenauth="true"``), OAUTHBEARER
-(:mod:`eos_kafka_source.oauth_config`) and GSSAPI (:mod:`eos_kafka_source.kerberos_config`),
+(:mod:`eos_kafka_source.client.oauth`) and GSSAPI (:mod:`eos_kafka_source.client.kerberos`),
 each refused when its settings contradict each other or the security protocol, with the
 fix in the message. Secrets are never shown.
 """
@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from eos_kafka_source.client.kerberos import KERBEROS_KEYS, KerberosSettings, parse_kerberos
+from eos_kafka_source.client.oauth import OAUTH_KEYS, OAuthSettings, parse_oauth
 from eos_kafka_source.errors import ConfigError
-from eos_kafka_source.kerberos_config import KERBEROS_KEYS, KerberosSettings, parse_kerberos
-from eos_kafka_source.oauth_config import OAUTH_KEYS, OAuthSettings, parse_oauth
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 _MSK_IAM = ("kafka.sasl.mechanism=AWS_MSK_IAM is not supported as such; AWS's Python signer "

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 JAAS = "kafka.sasl.jaas.config"
 SERVICE = "kafka.sasl.kerberos.service.name"

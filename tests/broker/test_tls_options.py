@@ -76,3 +76,14 @@ def test_host_name_check_with_tls_options(secure_kafka: SecureKafka) -> None:
                                              "kafka.ssl.cipher.suites": TLS12_SUITE})
     refused(options, "CERTIFICATE_VERIFY_FAILED", "kafka.ssl.endpoint.identification.algorithm")
     assert connects({**options, "kafka.ssl.endpoint.identification.algorithm": ""})
+
+
+def test_a_missing_client_certificate_on_tls12(secure_kafka: SecureKafka) -> None:
+    """With the versions narrowed to TLS 1.2 (eoskafka's own context) a broker that requires
+    a client certificate refuses a client without one (bad_certificate), and the error
+    names the certificate options; with them it connects."""
+    good = secure_kafka.options("MTLS", **{"kafka.ssl.enabled.protocols": "TLSv1.2"})
+    no_cert = {k: v for k, v in good.items()
+               if not k.startswith(("kafka.ssl.keystore", "kafka.ssl.key."))}
+    refused(no_cert, "kafka.ssl.certificate.location", "kafka.ssl.key.location")
+    assert connects(good)

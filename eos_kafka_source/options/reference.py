@@ -136,7 +136,7 @@ def _table(rows: tuple[Opt, ...], prefix: str = "") -> list[str]:
 
 def refused() -> list[str]:
     """Every ``kafka.*`` key refused on both sides: refused or not applicable, and why."""
-    out = ["| option | | why, and what to use |", "|---|---|---|"]
+    out = ["| option | status | why, and what to use |", "|---|---|---|"]
     out += [f"| `{PREFIX}{name}` | {key.status} | {key.text} |"
             for name, key in sorted(TABLE.items()) if key.status != HONOURED]
     return out

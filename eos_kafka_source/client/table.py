@@ -216,8 +216,9 @@ TABLE: dict[str, Key] = {
                           "(or kafka.max.partition.fetch.bytes) for its bytes"),
     "fetch.min.bytes": _FETCH_WAIT,
     "fetch.max.wait.ms": _FETCH_WAIT,
-    "check.crcs": _na("eoskafka's reader does not verify record batch CRCs (the broker "
-                      "checks them on write; TLS protects them in flight)"),
+    "check.crcs": _h("`true`: each record batch's CRC-32C is verified as it is read; a "
+                     "corrupt batch fails the task (`EOSKAFKA_CORRUPT_RECORD`)",
+                     "`false` (Java: `true`)", SOURCE, "stream:check_crcs"),
     "allow.auto.create.topics": _r("a read never creates a topic: create it first "
                                    "(kafka-topics.sh --create)"),
     "exclude.internal.topics": _na("internal topics (`__consumer_offsets`, "

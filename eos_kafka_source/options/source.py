@@ -289,6 +289,8 @@ class SourceOptions:
     #: committed to once Spark has committed the batch, for Kafka's lag tools (advisory:
     #: the checkpoint stays the truth and nothing is ever read back from the group).
     progress_group: str | None = None
+    #: ``kafka.check.crcs``: verify each batch's CRC-32C as it is read.
+    check_crcs: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -337,4 +339,5 @@ class SourceOptions:
             fetch_max_bytes=_fetch_bytes(opts),
             poll_timeout_ms=_int(opts, "kafkaConsumer.pollTimeoutMs", 120_000),
             progress_group=(_get(opts, PREFIX + "group.id") or None) if streaming else None,
+            check_crcs=_bool(opts, PREFIX + "check.crcs", False),
         )

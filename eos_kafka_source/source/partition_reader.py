@@ -163,6 +163,7 @@ def _visible(
         cursor = LogCursor(
             wire, leader, tp, offset, _NO_STOP if stop is None else stop,
             max_bytes=part.fetch_max_bytes, deadline_s=part.poll_timeout_ms / 1000,
+            check_crc=part.check_crcs,
         )
         cursors.append(cursor)
         return cursor

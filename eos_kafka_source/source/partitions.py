@@ -33,6 +33,7 @@ class KafkaInputPartition(InputPartition):
     fetch_max_bytes: int = 8 << 20
     poll_timeout_ms: int = 120_000
     fail_on_data_loss: bool = True
+    check_crcs: bool = False
 
     @property
     def size(self) -> int:

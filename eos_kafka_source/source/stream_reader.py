@@ -258,6 +258,7 @@ def to_input_partitions(options: SourceOptions, ranges: Sequence[Any]) -> list[I
             fetch_max_bytes=options.fetch_max_bytes,
             poll_timeout_ms=options.poll_timeout_ms,
             fail_on_data_loss=options.fail_on_data_loss,
+            check_crcs=options.check_crcs,
         )
 
     groups = pack_ranges(ranges, options.max_partitions, options.max_records_per_partition)

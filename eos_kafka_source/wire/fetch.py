@@ -254,9 +254,11 @@ class LogCursor:
         max_bytes: int = 8 << 20,
         deadline_s: float = 120.0,
         read_ahead: bool = True,
+        check_crc: bool = False,
     ) -> None:
         self.wire, self.leader, self.tp = wire, leader, tp
         self.read_ahead = read_ahead
+        self.check_crc = check_crc  # kafka.check.crcs
         self.position = offset
         self.stop = stop
         self.max_bytes = max_bytes
@@ -290,7 +292,8 @@ class LogCursor:
             self.aborted_hints.extend(chunk.aborted)
             self.bytes_fetched += len(chunk.records)
             position = self.position
-            batches = [(header, view) for header, view in iter_batches(chunk.records)
+            batches = [(header, view) for header, view
+                       in iter_batches(chunk.records, check_crc=self.check_crc)
                        if header.last_offset >= position]  # skip older overlapping batches
             if batches:
                 after = batches[-1][0].last_offset + 1

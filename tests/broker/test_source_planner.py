@@ -194,3 +194,36 @@ def test_missing_topic_and_unreachable_broker_fail_fast(bootstrap: str, unique: 
             dead, subscribe=unique, **{"kafka.socket.connection.setup.timeout.ms": "2000"}
         )).initial_offsets()
     assert time.monotonic() - began < 20
+
+
+def test_check_crcs_verifies_every_batch_read(bootstrap: str, unique: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """kafka.check.crcs=true (Java's default) verifies each batch's CRC-32C as it is read:
+    a batch altered after the broker wrote it (here: one value byte flipped between the
+    broker's answer and the decoder) fails the task with EOSKAFKA_CORRUPT_RECORD, where
+    the default reads the altered value."""
+    import dataclasses
+    import importlib
+
+    from eos_kafka_source.errors import CorruptRecordError
+
+    wire_fetch = importlib.import_module("eos_kafka_source.wire.fetch")  # the module
+
+    create_topic(bootstrap, unique)
+    write_plain(bootstrap, unique, [b"value-1", b"value-2"], partition=0)
+    checked = source_options(bootstrap, subscribe=unique, **{"kafka.check.crcs": "true"})
+    assert checked.check_crcs and not source_options(bootstrap, subscribe=unique).check_crcs
+    good = part(checked, unique, 0, 0, 2, check_crcs=True)
+    assert [v for _, v in rows(good)] == [b"value-1", b"value-2"]
+
+    real = wire_fetch.fetch
+
+    def altered(*args: object, **kwargs: object) -> dict:
+        return {tp: dataclasses.replace(c, records=bytes(c.records).replace(b"value-2",
+                                                                             b"value-X"))
+                for tp, c in real(*args, **kwargs).items()}  # type: ignore[arg-type]
+
+    monkeypatch.setattr(wire_fetch, "fetch", altered)
+    with pytest.raises(CorruptRecordError, match="CRC-32C mismatch"):
+        rows(good)
+    assert [v for _, v in rows(part(checked, unique, 0, 0, 2))] == [b"value-1", b"value-X"]

@@ -77,6 +77,7 @@ CHANGES: dict[str, tuple[dict[str, str], str]] = {
     "ssl.cipher.suites": (SSL, "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"),
     "isolation.level": ({}, "read_uncommitted"), "group.id": ({}, "lag-tools"),
     "max.partition.fetch.bytes": ({}, "1048576"), "transaction.timeout.ms": ({}, "60000"),
+    "check.crcs": ({}, "true"),
     "compression.type": ({}, "gzip"),
     "compression.gzip.level": ({"compression.type": "gzip"}, "9"),
     "compression.lz4.level": ({"compression.type": "lz4"}, "12"),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from .kafka_keys import ADMIN, CONSUMER, OWN, PRODUCER
 
 __all__ = ["ADMIN", "BOTH", "CONSUMER", "HONOURED", "NOT_APPLICABLE", "OWN", "PRODUCER",
-           "REFUSED", "SINK", "SOURCE", "TABLE", "Key", "honoured", "other_side", "refusal"]
+           "REFUSED", "SINK", "SOURCE", "TABLE", "Key", "honoured", "other_side"]
 
 HONOURED, REFUSED, NOT_APPLICABLE = "honoured", "refused", "not applicable"
 BOTH, SOURCE, SINK = "both", "source", "sink"
@@ -341,14 +341,6 @@ def honoured(side: str | None = None) -> dict[str, Key]:
     """The honoured keys, all or those of one ``side`` (BOTH, SOURCE, SINK)."""
     return {name: key for name, key in TABLE.items()
             if key.status == HONOURED and (side is None or key.side == side)}
-
-
-def refusal(name: str) -> str | None:
-    """Why ``kafka.<name>`` is refused on both sides and what to use, or None."""
-    key = TABLE.get(name)
-    if key is None or key.status == HONOURED:
-        return None
-    return key.text
 
 
 def other_side(name: str, role: str) -> str | None:

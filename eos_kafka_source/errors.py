@@ -98,6 +98,13 @@ class DataLossError(EosKafkaError):
     condition = "EOSKAFKA_DATA_LOSS"
 
 
+class AvailableNowBacklogError(EosKafkaError):
+    """pyspark 4.0/4.1 end an AvailableNow run at the source's first answer: refused when
+    that would leave data unread (source/available_now.py)."""
+
+    condition = "EOSKAFKA_AVAILABLE_NOW_BACKLOG_TOO_LARGE"
+
+
 class RecordTooLargeError(EosKafkaError):
     """A record does not fit the broker's or the topic's size limit."""
 

@@ -21,15 +21,13 @@ through :meth:`prepareForTriggerAvailableNow`. pyspark 4.0/4.1 call
 ``latestOffset()`` with no arguments: the reader then caps from the last end
 it knows (its own last answer, the last planned batch, or the initial
 offsets), which gives the same batches in a running query. There a Python
-source cannot declare AvailableNow support: set
-``spark.sql.streaming.triggerAvailableNowWrapper.enabled=true`` so
-``Trigger.AvailableNow`` reads everything available at start (without it Spark
-runs a single batch, and after a restart may only replay the pending one).
-Even with the wrapper, Spark 4.0/4.1 take the AvailableNow target from one
-``latestOffset()`` call, which ``maxOffsetsPerTrigger`` caps: such a run reads
-one capped batch and stops (checked on 4.0.5); for AvailableNow runs there, set
-``maxOffsetsPerTrigger`` above the run's backlog (its default, the read bound of
-options/source.py, applies too), or use pyspark 4.2+.
+source cannot declare AvailableNow support, and Spark ends an AvailableNow run
+at the source's first ``latestOffset()`` answer: one batch, with
+``spark.sql.streaming.triggerAvailableNowWrapper.enabled=true`` (without it Spark
+runs one ordinary batch, and after a restart may only replay the pending one).
+:mod:`.available_now` recognises the wrapper from the order of Spark's calls and
+refuses, before any batch, a run that would leave data unread (a backlog beyond
+``maxOffsetsPerTrigger`` or the default read bound).
 
 Read bound. Without ``maxOffsetsPerTrigger`` a streaming read takes at most
 ``DEFAULT_MAX_OFFSETS_PER_TRIGGER`` offsets a batch, sized from the sink's default
@@ -48,12 +46,13 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..errors import EosKafkaError
+from ..errors import EosKafkaError, user_facing
 from ..faults import fault_point
 from ..offsets import from_spark_offset, to_spark_offset
 from ..options import SourceOptions
 from ..sink.timings import Phases
 from ..wire.groups import commit_offsets
+from .available_now import WrapperWatch
 from .packing import pack_ranges
 from .partition_reader import arrow_schema_of, read_partition
 from .partitions import KafkaInputPartition, KafkaPackedPartition
@@ -93,6 +92,9 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest: Offsets = {}
         #: The offsets last committed to the progress group (kafka.group.id).
         self._reported: Offsets = {}
+        #: pyspark < 4.2: Spark's AvailableNow wrapper, told apart by the order of the hooks.
+        self._watch = WrapperWatch(options.max_offsets_per_trigger,
+                                   options.min_offsets_per_trigger, _pyspark_version())
 
     # -- pickling: the planner holds a socket and stays on the driver ----------------------
 
@@ -110,6 +112,7 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- offsets ---------------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
+        self._watch.hook()
         return to_spark_offset(self._initial_offsets())
 
     def _initial_offsets(self) -> Offsets:
@@ -131,6 +134,7 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMinRows(self.options.min_offsets_per_trigger)
         return ReadAllAvailable()
 
+    @user_facing
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
         """The end of the next batch. ``start``/``limit`` come from pyspark >= 4.2;
         older versions call this with neither (module doc)."""
@@ -158,6 +162,7 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._last_trigger = time.monotonic()
         if start is None:
             self._known_end = end
+            self._watch.latest(base, end, latest.latest)
         return to_spark_offset(end)
 
     def _too_early(self, available: int) -> bool:
@@ -189,10 +194,12 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- planning and reading --------------------------------------------------------------
 
+    @user_facing
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         """The input partitions of batch ``(start, end]``: exactly the planned ranges, so a
         replayed batch reads what the original did."""
         s, e = from_spark_offset(start), from_spark_offset(end)
+        self._watch.partitions(s, e)  # may refuse an AvailableNow run (pyspark < 4.2)
         self._known_end = e  # after a restart on pyspark < 4.2 this is how the reader learns it
         if s == e:
             return []
@@ -220,6 +227,7 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         On pyspark < 4.2 it also tells a restarted reader where the query is.
         """
         offsets = from_spark_offset(end)
+        self._watch.hook()
         if self._known_end is None:
             self._known_end = offsets
         self._report_progress(offsets)
@@ -275,6 +283,12 @@ def read_input(partition: InputPartition, schema: StructType) -> Iterator[pa.Rec
     if not isinstance(partition, KafkaInputPartition):
         return iter(())  # Spark's placeholder when there is nothing to read
     return read_partition(partition, arrow_schema_of(schema))
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return pyspark.__version__
 
 
 def _is(limit: Any, name: str) -> bool:

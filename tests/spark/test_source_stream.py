@@ -191,6 +191,53 @@ def test_available_now_reads_what_is_there_in_capped_batches_and_stops(
     assert sink.sizes == [4, 4, 2]
 
 
+@pytest.mark.smoke
+def test_available_now_reads_all_in_capped_batches_or_refuses_at_start(
+    spark, bootstrap, unique
+) -> None:
+    """1,000 records, maxOffsetsPerTrigger=100, Trigger.AvailableNow, with the wrapper the
+    session enables (as docs/options.md tells 4.0/4.1 users). pyspark 4.2+: all 1,000 in
+    batches of at most 100. 4.0/4.1 make the source's first answer the whole run's end (one
+    batch): the query must fail before reading anything, never end with 900 unread."""
+    create_topic(bootstrap, unique, partitions=2)
+    for partition in (0, 1):
+        write_plain(bootstrap, unique, [b"v%d" % i for i in range(500)], partition=partition)
+    sink = Batches()
+    q = start(stream(spark, bootstrap, subscribe=unique, startingOffsets="earliest",
+                     maxOffsetsPerTrigger="100"), sink, trigger={"availableNow": True})
+    if HAS_READ_LIMITS:
+        assert q.awaitTermination(300), "an AvailableNow query must stop by itself"
+        assert q.exception() is None
+        assert sum(sink.sizes) == 1000 and len(sink.sizes) >= 10 and max(sink.sizes) <= 100
+        return
+    with pytest.raises(Exception) as info:
+        q.awaitTermination(300)
+    text = str(info.value)
+    assert "EOSKAFKA_AVAILABLE_NOW_BACKLOG_TOO_LARGE" in text, text
+    assert "maxOffsetsPerTrigger" in text and "1000" in text and "pyspark 4.2" in text
+    assert sink.sizes == [], "a batch ran before the refusal"
+
+
+@pytest.mark.skipif(HAS_READ_LIMITS, reason="pyspark 4.0/4.1: one AvailableNow batch a run")
+def test_available_now_reads_all_in_one_batch_when_it_fits(spark, bootstrap, unique,
+                                                           tmp_path) -> None:
+    """pyspark 4.0/4.1 with the wrapper: a backlog within maxOffsetsPerTrigger is read whole,
+    in one batch; so is the next run's, counted from the checkpoint."""
+    create_topic(bootstrap, unique, partitions=2)
+    for partition in (0, 1):
+        write_plain(bootstrap, unique, [b"a%d" % i for i in range(40)], partition=partition)
+    sink = Batches()
+    df = stream(spark, bootstrap, subscribe=unique, startingOffsets="latest",
+                maxOffsetsPerTrigger="100")
+    for run in range(3):
+        q = start(df, sink, tmp_path / "chk", trigger={"availableNow": True})
+        assert q.awaitTermination(300) and q.exception() is None
+        for partition in (0, 1):
+            write_plain(bootstrap, unique, [b"r%d-%d" % (run, i) for i in range(30)],
+                        partition=partition)
+    assert sink.sizes == [60, 60]
+
+
 def test_restart_resumes_from_the_checkpoint(spark, bootstrap, unique, tmp_path) -> None:
     create_topic(bootstrap, unique, partitions=2)
     sink = Batches()

@@ -55,6 +55,11 @@ class FakeWire:
 
 @pytest.fixture
 def cluster(monkeypatch) -> FakeCluster:
+    return fake_cluster(monkeypatch)
+
+
+def fake_cluster(monkeypatch) -> FakeCluster:
+    """A FakeCluster in place of the wire calls (the ``cluster`` fixture's body, for reuse)."""
     fake = FakeCluster()
     monkeypatch.setattr(cluster_mod, "fetch_metadata", fake.metadata)
     monkeypatch.setattr(planner_mod, "fetch_metadata", fake.metadata)
@@ -248,6 +253,8 @@ def test_reader_without_start_caps_from_what_it_knows(cluster: FakeCluster) -> N
     r = stream_reader(startingOffsets="earliest", maxOffsetsPerTrigger="5")
     assert r.latestOffset() == {"a": {"0": 5}}
     assert r.initialOffset() == {"a": {"0": 0}}
+    assert r.partitions({"a": {"0": 0}}, {"a": {"0": 5}})  # batch 0 (a second answer first
+    # would be Spark's AvailableNow wrapper: tests/unit/test_available_now.py)
     assert r.latestOffset() == {"a": {"0": 10}}
     assert len(r.partitions({"a": {"0": 5}}, {"a": {"0": 10}})) == 1
     assert r.latestOffset() == {"a": {"0": 12}}
@@ -296,6 +303,7 @@ def test_reader_min_offsets_without_read_limits(cluster: FakeCluster) -> None:
     waits = stream_reader(startingOffsets="earliest", minOffsetsPerTrigger="5",
                           maxTriggerDelay="1h")
     assert waits.latestOffset() == {"a": {"0": 0}}
+    assert waits.partitions({"a": {"0": 0}}, {"a": {"0": 0}}) == []  # batch 0, empty
     cluster.set("a", 0, 0, 6)
     assert waits.latestOffset() == {"a": {"0": 6}}
 

@@ -71,7 +71,13 @@ class EosKafkaDataSource(DataSource):
     def name(cls) -> str:
         return "eoskafka"
 
+    @user_facing
     def schema(self) -> StructType:
+        """Spark's first question on every path: the options are checked here, so a bad
+        one is the first error a user reads (options/any_role.py)."""
+        from .options.any_role import check_any_role
+
+        check_any_role(self.options)
         return kafka_schema(_include_headers(self.options))
 
     @user_facing

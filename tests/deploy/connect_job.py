@@ -67,8 +67,10 @@ def main(argv: list[str]) -> int:
     query.awaitTermination()
     out["stream_input_rows"] = sum(p.numInputRows for p in query.recentProgress)
 
-    try:  # the user's first line, over Connect, for a mistyped option
-        reader(source).option("subscribee", source).load().collect()
+    try:  # the user's first line, over Connect, for a mistyped option: before Spark's
+        # analysis of value.id (value is binary), which failed first when only the reader
+        # checked the options
+        reader(source).option("subscribee", source).load().select("value.id").collect()
         out["bad_option"] = None
     except Exception as exc:  # noqa: BLE001
         out["bad_option"] = _head(exc)

@@ -99,6 +99,15 @@ ENTRIES: tuple[Entry, ...] = (
           "yes: the input records between the offsets named are no longer readable",
           "with `failOnDataLoss=false` the query skips them with a warning; otherwise reset "
           "the starting offsets ([lifecycle](lifecycle.md))"),
+    Entry("EOSKAFKA_AVAILABLE_NOW_BACKLOG_TOO_LARGE",
+          "a `Trigger.AvailableNow` run on pyspark 4.0/4.1 would end with input unread",
+          "Spark 4.0/4.1 end such a run at the source's first answer (one batch), and the "
+          "backlog exceeds `maxOffsetsPerTrigger` (or the default read bound), or "
+          "`minOffsetsPerTrigger` held it back",
+          "no: the query fails before reading anything",
+          "run on pyspark 4.2+; or raise `maxOffsetsPerTrigger` to the number named (one "
+          "batch must fit the sink's transaction timeout); or use a processing-time trigger "
+          "([options](options.md#notes-on-reading))"),
     Entry("EOSKAFKA_CORRUPT_RECORD",
           "a record batch read from the broker failed its CRC or could not be parsed",
           "a damaged log segment, a proxy that altered bytes, a client that wrote a "

@@ -12,7 +12,9 @@ It serves what Kafka's own OAUTHBEARER classes talk to (KIP-768):
 Clients are registered with :meth:`OidcServer.add_client`: each has its secret, its token
 lifetime (short in the tests, so tokens expire and are refreshed during a query; negative:
 the token is expired when issued) and the audience its tokens carry. Every token issued is
-counted per client (:attr:`OidcServer.issued`), so a test can tell refreshes happened.
+counted per client (:attr:`OidcServer.issued`), so a test can tell refreshes happened;
+every token request too, answered or not (:attr:`OidcServer.asked`). :meth:`OidcServer.fail`
+makes the token endpoint fail on demand (an outage of the identity provider).
 Signing uses ``cryptography`` (RSA PKCS#1 v1.5 with SHA-256, as RS256 is defined).
 """
 
@@ -58,6 +60,10 @@ class OidcServer:
         self.kid = "eoskafka-test-key"
         self.clients: dict[str, Client] = {}
         self.issued: Counter[str] = Counter()
+        #: Token requests received, failed ones included.
+        self.asked = 0
+        #: While set, the HTTP status every token request is answered with (no token).
+        self.failing: int | None = None
         self._lock = threading.Lock()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
@@ -78,6 +84,11 @@ class OidcServer:
                    audience: str = AUDIENCE) -> None:
         with self._lock:
             self.clients[client_id] = Client(secret, lifetime_s, audience)
+
+    def fail(self, status: int | None = 503) -> None:
+        """Answer every token request with ``status`` from now on (None: serve again)."""
+        with self._lock:
+            self.failing = status
 
     def jwks(self) -> dict[str, Any]:
         numbers = self._key.public_key().public_numbers()
@@ -134,6 +145,14 @@ def _handler(server: OidcServer) -> type[BaseHTTPRequestHandler]:
                 self._answer(404, {"error": "not_found"})
                 return
             length = int(self.headers.get("Content-Length") or 0)
+            with server._lock:
+                server.asked += 1
+                failing = server.failing
+            if failing is not None:
+                self.rfile.read(length)
+                self._answer(failing, {"error": "temporarily_unavailable",
+                                       "error_description": "the IdP is down (test)"})
+                return
             form = dict(urllib.parse.parse_qsl(self.rfile.read(length).decode()))
             client_id, secret = form.get("client_id"), form.get("client_secret")
             auth = self.headers.get("Authorization", "")

@@ -42,6 +42,7 @@ OAUTH_KEYS = frozenset({
     "sasl.login.callback.handler.class", "sasl.login.refresh.window.factor",
     "sasl.login.refresh.buffer.seconds", "sasl.login.refresh.min.period.seconds",
     "sasl.login.connect.timeout.ms", "sasl.login.read.timeout.ms",
+    "sasl.login.retry.backoff.ms", "sasl.login.retry.backoff.max.ms",
     # KIP-1139: the client credentials outside the JAAS line (the JAAS keys are deprecated)
     "sasl.oauthbearer.client.credentials.client.id",
     "sasl.oauthbearer.client.credentials.client.secret", "sasl.oauthbearer.scope",
@@ -58,6 +59,8 @@ class OAuthSettings:
     (``module:callable``) is set. A token is refreshed once ``refresh_window_factor`` of
     its lifetime has passed, or ``refresh_buffer_s`` before it expires, whichever is
     first, but never before ``refresh_min_period_s`` (unless the token is shorter-lived).
+    A failed fetch is retried after ``retry_backoff_ms``, doubling up to
+    ``retry_backoff_max_ms`` (as Kafka's Java login does); the cached token serves meanwhile.
     """
 
     token_endpoint_url: str | None = None
@@ -71,6 +74,8 @@ class OAuthSettings:
     refresh_min_period_s: float = 60.0
     connect_timeout_ms: int = 10_000
     read_timeout_ms: int = 10_000
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 10_000
 
     def __repr__(self) -> str:
         parts = []
@@ -191,4 +196,6 @@ def parse_oauth(kafka: Mapping[str, str], jaas_module: str | None,
                                      900),
         connect_timeout_ms=int(_number(kafka, "sasl.login.connect.timeout.ms", 10_000, 1)),
         read_timeout_ms=int(_number(kafka, "sasl.login.read.timeout.ms", 10_000, 1)),
+        retry_backoff_ms=int(_number(kafka, "sasl.login.retry.backoff.ms", 100, 0)),
+        retry_backoff_max_ms=int(_number(kafka, "sasl.login.retry.backoff.max.ms", 10_000, 0)),
     )

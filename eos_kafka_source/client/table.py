@@ -153,6 +153,10 @@ TABLE: dict[str, Key] = {
                                         "has one timeout for both)", "10000"),
     "sasl.login.read.timeout.ms": _h("how long a token request may wait for its answer",
                                      "10000"),
+    "sasl.login.retry.backoff.ms": _h("after a failed token request, the wait before the "
+                                      "next, doubling (with jitter) ...", "100"),
+    "sasl.login.retry.backoff.max.ms": _h("... up to this; meanwhile the cached token signs "
+                                          "in until it expires", "10000"),
     # -- TLS ------------------------------------------------------------------------------
     "ssl.truststore.location": _h(f"the CA certificate(s) of the brokers, {_PEM}"),
     "ssl.ca.location": _h("the same, under librdkafka's name"),
@@ -314,9 +318,6 @@ TABLE: dict[str, Key] = {
     "sasl.login.refresh.window.jitter": _na("each process refreshes its own token at the "
                                             "window factor's point: there is no fleet of "
                                             "login threads to spread out"),
-    **_each("sasl.login.retry.backoff.ms sasl.login.retry.backoff.max.ms", _na(
-        "a token request that fails fails the connection attempt, which is retried within "
-        "its deadline")),
     **_each("sasl.oauthbearer.clock.skew.seconds sasl.oauthbearer.expected.audience "
             "sasl.oauthbearer.expected.issuer sasl.oauthbearer.jwks.endpoint.url "
             "sasl.oauthbearer.jwks.endpoint.refresh.ms "

@@ -11,6 +11,13 @@ answers its cached token while it is fresh and fetches a new one once the refres
 has passed (:meth:`OAuthSettings <eos_kafka_source.client.oauth.OAuthSettings>` says
 when), so a query that runs for days never presents an expired token.
 
+A failed refresh (the identity provider down, slow or refusing) does not break sign-in
+while the cached token is still valid: as Kafka's Java login does, the source keeps it
+(logging a warning) and asks again after ``sasl.login.retry.backoff.ms``, doubling with
+jitter up to ``sasl.login.retry.backoff.max.ms``, never more often, however many
+connections sign in meanwhile. Sign-in fails only once the token has expired, naming the
+provider's failure.
+
 Tokens come from one of:
 
 - the OIDC client-credentials grant (RFC 6749 section 4.4), as Kafka's Java
@@ -29,6 +36,8 @@ from __future__ import annotations
 import base64
 import importlib
 import json
+import logging
+import random
 import threading
 import time
 import urllib.error
@@ -43,8 +52,12 @@ from ..client.oauth import JAAS, OAuthSettings
 from ..errors import AuthenticationError
 from .redact import protect
 
+log = logging.getLogger(__name__)
+
 #: A token whose expiry is this close is not handed out (it could expire in flight).
 MIN_LEFT_S = 1.0
+#: Spread of each retry backoff, as Kafka's ExponentialBackoff (+-20 %).
+_BACKOFF_JITTER = 0.2
 
 
 class OAuthTokenError(AuthenticationError):
@@ -96,14 +109,57 @@ class TokenSource(AbstractTokenProvider):
         self.fetched = 0
         #: The broker's last refusal of a token (its OAUTHBEARER error JSON), for messages.
         self.last_refusal: str | None = None
+        #: Failed fetches in a row, the last one's error, and when the next may be tried.
+        self.failures = 0
+        self._failure: OAuthTokenError | None = None
+        self._retry_at = 0.0
 
     def token(self) -> str:
         with self._lock:
             now = time.time()
-            if self._token is None or now >= self._refresh_at:
-                self._fetch(now)
-            assert self._token is not None
+            if self._token is not None and now < self._refresh_at:
+                return self._token
+            if self._failure is None or now >= self._retry_at:
+                try:
+                    self._fetch(now)
+                except OAuthTokenError as exc:
+                    self._failed(exc)
+                else:
+                    self.failures, self._failure = 0, None
+            return self._kept()
+
+    def _failed(self, exc: OAuthTokenError) -> None:
+        """Back off before the next fetch: ``retry_backoff_ms`` doubling per failure, with
+        jitter, at most ``retry_backoff_max_ms`` (Kafka's ``sasl.login.retry.backoff.*``)."""
+        s = self.settings
+        self.failures += 1
+        self._failure = exc
+        term = s.retry_backoff_ms * 2.0 ** (self.failures - 1)
+        wait_ms = min(term * random.uniform(1 - _BACKOFF_JITTER, 1 + _BACKOFF_JITTER),
+                      s.retry_backoff_max_ms)
+        now = time.time()
+        self._retry_at = now + wait_ms / 1000
+        if self._token is not None and self._expires_at - now >= MIN_LEFT_S:
+            log.warning("eoskafka: refreshing the OAUTHBEARER token failed (%d in a row, next "
+                        "try in %.1f s); the cached token, valid for %.0f s more, signs in "
+                        "meanwhile: %s", self.failures, wait_ms / 1000,
+                        self._expires_at - now, exc)
+
+    def _kept(self) -> str:
+        """The cached token while it is valid (a refresh may have failed); else the failure."""
+        now = time.time()
+        if self._token is not None and self._expires_at - now >= MIN_LEFT_S:
             return self._token
+        assert self._failure is not None
+        if self._token is None and self.failures == 1:
+            raise self._failure.with_traceback(None)  # the first attempt's error, as it came
+        left = self._expires_at - now
+        why = ("no OAUTHBEARER token could be fetched" if self._token is None else
+               f"the cached OAUTHBEARER token expired {-left:.0f} s ago" if left <= 0 else
+               f"the cached OAUTHBEARER token expires in {left:.1f} s")
+        raise OAuthTokenError(
+            f"{why} and the last {self.failures} attempt(s) to get one failed (next in "
+            f"{max(self._retry_at - now, 0):.1f} s): {self._failure}")
 
     def extensions(self) -> dict[str, str]:
         return dict(self.settings.extensions)

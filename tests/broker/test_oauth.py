@@ -213,3 +213,36 @@ def test_the_identity_provider_is_real(oidc: OidcServer) -> None:
     token, lifetime = oidc.issue(APP)
     assert lifetime == APP_TOKEN_S and token.count(".") == 2
     assert oidc.jwks()["keys"][0]["kid"] == oidc.kid
+
+
+def test_sign_in_keeps_the_cached_token_while_the_identity_provider_is_down(
+        oauth_kafka: OAuthKafka) -> None:
+    """Issue 30, finding 7: the token endpoint fails from before the refresh time on. New
+    connections still sign in with the cached token (Kafka accepts it: it is valid; the
+    backoff's bound is tests/unit/test_oauth_refresh.py's); once the token has
+    expired, sign-in fails naming the provider's failure. Before: the first connection
+    after the refresh time failed with the endpoint's HTTP 503, the token still valid."""
+    client, lifetime = "eoskafka-app-idp-down", 20
+    oidc = oauth_kafka.oidc
+    oidc.add_client(client, APP_SECRET, lifetime)
+    config = ClientConfig.from_options(oauth_kafka.options(client_id=client))
+    source = token_provider(config.oauth)  # type: ignore[arg-type]
+    with KafkaWire(config) as wire:
+        fetch_metadata(wire, [])
+    first, expires_at = source.current, source.expires_at()
+    oidc.fail(503)
+    try:
+        _until(lifetime * 0.85)  # past the refresh time (0.8), 3 s before expiry
+        asked = oidc.asked
+        for _ in range(4):
+            with KafkaWire(config) as wire:
+                fetch_metadata(wire, [])
+        assert source.current == first and source.failures >= 1
+        assert oidc.asked - asked == source.failures  # each one a failed refresh
+        _until(expires_at - time.time() + 0.5)
+        with pytest.raises(AuthenticationError) as info, KafkaWire(config) as wire:
+            fetch_metadata(wire, [])
+        text = str(info.value)
+        assert "token expired" in text and "HTTP 503" in text, text
+    finally:
+        oidc.fail(None)

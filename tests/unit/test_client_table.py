@@ -69,6 +69,8 @@ CHANGES: dict[str, tuple[dict[str, str], str]] = {
     "sasl.login.refresh.min.period.seconds": (OAUTH, "30"),
     "sasl.login.connect.timeout.ms": (OAUTH, "5000"),
     "sasl.login.read.timeout.ms": (OAUTH, "5000"),
+    "sasl.login.retry.backoff.ms": (OAUTH, "500"),
+    "sasl.login.retry.backoff.max.ms": (OAUTH, "5000"),
     "ssl.truststore.location": (SSL, "/t.pem"), "ssl.ca.location": (SSL, "/t.pem"),
     "ssl.keystore.location": (SSL, "/k.pem"), "ssl.certificate.location": (SSL, "/k.pem"),
     "ssl.key.location": (SSL, "/key.pem"), "ssl.key.password": (SSL, "pw"),

@@ -1,8 +1,9 @@
 """Kafka's admin view of transactions and producers (KIP-664): ListTransactions to find every
 open transaction under a prefix, DescribeProducers to find where a producer's open
-transaction starts in a partition.
+transaction starts in a partition, DescribeTransactions to ask a coordinator whether a
+transaction may still be open on a partition.
 
-Both are read-only. ListTransactions goes to every broker (each coordinates a share of
+All are read-only. ListTransactions goes to every broker (each coordinates a share of
 the transactional ids) and returns only the ids the principal may DESCRIBE, which a
 prefixed TRANSACTIONAL_ID ACL with WRITE implies; Kafka 4.1+ (KIP-1152, request v2)
 filters by a pattern itself, older brokers answer every id and the caller filters.
@@ -17,10 +18,14 @@ import logging
 import re
 from collections.abc import Mapping
 
-from kafka.protocol.admin.transactions import DescribeProducersRequest, ListTransactionsRequest
+from kafka.protocol.admin.transactions import (
+    DescribeProducersRequest,
+    DescribeTransactionsRequest,
+    ListTransactionsRequest,
+)
 
 from ..errors import KafkaProtocolError
-from .cluster import TopicPartition, fetch_metadata
+from .cluster import TopicPartition, fetch_metadata, find_coordinators
 from .connection import KafkaWire
 from .retry import LOST_NODE
 
@@ -29,6 +34,7 @@ log = logging.getLogger(__name__)
 _UNSUPPORTED_VERSION = 35
 #: Transaction states in which a transaction holds its partitions' LSO back.
 OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
+_TRANSACTIONAL_ID_NOT_FOUND = 105
 
 
 def _version(wire: KafkaWire, request_cls: type) -> int | None:
@@ -102,3 +108,30 @@ def txn_start_offsets(wire: KafkaWire, leaders: Mapping[TopicPartition, int],
                         out[(topic.name, part.partition_index)] = \
                             producer.current_txn_start_offset
     return out
+
+
+def coordinator_may_hold(wire: KafkaWire, transactional_id: str, producer_id: int,
+                         tp: TopicPartition) -> bool | None:
+    """Whether the coordinator of ``transactional_id`` may still hold a transaction of
+    ``producer_id`` on ``tp`` whose marker is not written yet. False when it holds none
+    (another state, another producer id, that partition's marker written, or the id
+    expired); None when it cannot say (no DescribeTransactions, an error): the caller must
+    then take the transaction for possibly open. Conservative: a later transaction of the
+    same producer on ``tp`` counts as possibly this one."""
+    version = _version(wire, DescribeTransactionsRequest)
+    if version is None:
+        return None
+    node = find_coordinators(wire, [transactional_id])[transactional_id]
+    answer = wire.request(node, DescribeTransactionsRequest[version](
+        transactional_ids=[transactional_id]), f"DescribeTransactions {transactional_id}")
+    for state in answer.transaction_states:
+        if state.transactional_id != transactional_id:
+            continue
+        if state.error_code == _TRANSACTIONAL_ID_NOT_FOUND:
+            return False
+        if state.error_code:
+            return None
+        # While preparing, ``topics`` lists only the partitions still without a marker.
+        return (state.transaction_state in OPEN_STATES and state.producer_id == producer_id
+                and any(t.topic == tp[0] and tp[1] in t.partitions for t in state.topics))
+    return None

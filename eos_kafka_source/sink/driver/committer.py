@@ -75,7 +75,8 @@ class FinishReport:
     lost: list[tuple[TxnHandoff, str]] = field(default_factory=list)
     #: Outcome unknown when the deadline passed: maybe committed, maybe not.
     unknown: list[tuple[TxnHandoff, str]] = field(default_factory=list)
-    #: Transactional ids among ``lost`` whose earlier attempt had an unknown outcome.
+    #: Transactional ids among ``lost`` that may have committed: an earlier attempt's outcome
+    #: was unknown, or the log no longer holds its records and marker (LogOutcome.GONE).
     uncertain: set[str] = field(default_factory=set)
     #: Transactional ids among ``lost`` that committed in some of their partitions.
     partly_committed: set[str] = field(default_factory=set)
@@ -217,6 +218,11 @@ def _from_log(wire: KafkaWire, handoff: TxnHandoff, outcome: EndTxnOutcome,
         return "refused", said
     if found.outcome is LogOutcome.ABORTED:
         return "refused", said
+    if found.outcome is LogOutcome.GONE:
+        # Over, and its records and marker deleted: it may have committed, so its decision
+        # is never voided; the log's remaining aborted partitions are copied, the rest lost.
+        report.uncertain.add(handoff.transactional_id)
+        return "refused", said
     return "unknown", said
 
 
@@ -228,9 +234,9 @@ def confirm(wire: KafkaWire, report: FinishReport, *, deadline_s: float) -> None
     and the roll-forward's commit then answers NONE. Each answered transaction's partitions
     are read: COMMIT everywhere stays **done**; an ABORT marker moves it to **lost** (the
     log's records are copied by recovery); no marker yet, or a log that cannot be read
-    now, moves it to **unknown** (the decision is kept). Partitions whose records were
-    deleted, and hand-offs that do not say where their records are, keep NONE's word:
-    there is nothing left to read or to copy.
+    now, moves it to **unknown** (the decision is kept). Partitions whose records and marker
+    were deleted once the transaction was over, and hand-offs that do not say where their
+    records are, keep NONE's word: there is nothing left to read or to copy.
     """
     deadline = time.monotonic() + deadline_s
     done: list[TxnHandoff] = []

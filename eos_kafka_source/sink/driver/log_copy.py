@@ -79,7 +79,7 @@ def read_lost(wire: KafkaWire, lost: list[TxnHandoff], *, deadline_s: float) -> 
             continue
         found = read_transaction(wire, handoff, records=True, strict=True,
                                  deadline_s=max(deadline - time.monotonic(), 1.0))
-        if found.pending:  # (a partition whose marker was deleted too is not pending)
+        if found.pending:  # (a partition gone with its marker, the transaction over, is not)
             raise TransactionOutcomeUnknownError(
                 f"{handoff.describe()}: {found.why}: its outcome is not in the log yet; the "
                 "decision is kept and recovered later")
@@ -87,7 +87,13 @@ def read_lost(wire: KafkaWire, lost: list[TxnHandoff], *, deadline_s: float) -> 
             where, n = f"{part.topic}-{part.partition}", counts[(part.topic, part.partition)]
             if part.marker:
                 continue  # committed in this partition
-            if part.deleted:
+            if part.gone:
+                plan.unrecoverable.append(
+                    f"{handoff.describe()}: {where}: {n} records: committed or lost, the log "
+                    f"no longer tells: it starts at offset {part.log_start}, past the "
+                    f"transaction's first offset {part.first}, and holds no marker of it "
+                    "(retention, DeleteRecords or compaction removed records and marker)")
+            elif part.deleted:
                 plan.unrecoverable.append(
                     f"{handoff.describe()}: {where}: {n} records: the log starts at offset "
                     f"{part.log_start}, past the transaction's first offset {part.first} "

@@ -131,10 +131,11 @@ def lost_error(where: str, lost: list[str], timeout_ms: int) -> TransactionLostE
     return TransactionLostError(
         f"{where}: {len(lost)} partition(s) of decided transactions were aborted by Kafka "
         "(a fence, an operator's kafka-transactions.sh abort, or the driver down longer than "
-        f"kafka.transaction.timeout.ms={timeout_ms}) and the log no longer holds their "
-        "records (retention or compaction removed them), so they could not be copied: their "
-        "records are LOST. This is reported once and final (`eoskafka txns` lists it); the "
-        "query goes on. Rerun that input range if you need the rows: " + "; ".join(lost))
+        f"kafka.transaction.timeout.ms={timeout_ms}), or may have committed where said, and "
+        "the log no longer holds their records (retention or compaction removed them), so "
+        "they could not be copied: their records are LOST. This is reported once and final "
+        "(`eoskafka txns` lists it); the query goes on. Rerun that input range if you need "
+        "the rows: " + "; ".join(lost))
 
 
 def _lost_behind(decision: Decision, recovery: list[TxnHandoff]) -> list[TxnHandoff]:

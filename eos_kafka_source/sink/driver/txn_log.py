@@ -10,7 +10,9 @@ while the coordinator still holds the transaction, whose later commit then misse
 partition. The transaction's partitions hold the truth: from the offset of its first
 record (the hand-off's ``first_offsets``), the first control batch of its producer id is
 that partition's marker: COMMIT or ABORT. No marker up to the high watermark yet: not
-known (still open, or the coordinator has not written it yet).
+known (still open, or the coordinator has not written it yet). Records *and* marker
+deleted (retention, DeleteRecords, compaction) once the transaction is over there: gone,
+committed or aborted, the log no longer tells; while it may still be open: not known.
 
 The same scan gives the records an aborted partition holds, which recovery copies
 (invariant 10, :mod:`.recovery`).
@@ -28,7 +30,8 @@ from kafka.record import MemoryRecords
 from ...errors import EosKafkaError, NotAuthorizedError, TransactionOutcomeUnknownError
 from ...faults import fault_point
 from ...records import control_is_commit
-from ...wire import KafkaWire, LogCursor, fetch_bounds
+from ...wire import Bounds, KafkaWire, LogCursor, fetch_bounds
+from ...wire.admin_txns import coordinator_may_hold
 from ...wire.cluster import fresh_leaders
 from ..handoff import TxnHandoff
 
@@ -40,6 +43,7 @@ class LogOutcome(enum.Enum):
     ABORTED = "aborted"  # ABORT markers in every partition
     PARTIAL = "partly aborted"  # ABORT in some partitions, COMMIT in the others
     UNKNOWN = "unknown"  # a partition without a marker yet, or unreadable
+    GONE = "records gone"  # records and marker deleted in some partitions, the txn over
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,9 @@ class PartitionInLog:
     #: marker may still be known).
     deleted: bool = False
     log_start: int = 0
+    #: Records and marker deleted, and the transaction no longer open there: committed or
+    #: aborted, the log no longer tells (:func:`_over`).
+    gone: bool = False
     #: The producer's records from ``first`` to its marker (when asked for).
     records: tuple[LogRecord, ...] = ()
 
@@ -86,7 +93,7 @@ class TxnInLog:
     @property
     def pending(self) -> list[PartitionInLog]:
         """Partitions whose marker has not been written yet (and could still be)."""
-        return [p for p in self.partitions if p.marker is None and not p.deleted]
+        return [p for p in self.partitions if p.marker is None and not p.gone]
 
 
 def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = False,
@@ -97,9 +104,9 @@ def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = Fa
     Waits (``wait``) up to ``deadline_s`` for markers still being written. A partition that
     cannot be read makes the outcome UNKNOWN, or with ``strict`` raises
     :class:`TransactionOutcomeUnknownError` (recovery must never take a failed read for an
-    empty one: finding 6 of issue 22). Partitions whose records were deleted, and hand-offs
-    that do not say where their records are (an older eoskafka), are UNKNOWN too: the
-    caller decides what that means for it."""
+    empty one: finding 6 of issue 22). Hand-offs that do not say where their records are
+    (an older eoskafka) are UNKNOWN too; partitions whose records and marker were deleted
+    are GONE once the transaction is over there: the caller decides what that means."""
     if not handoff.open:
         return TxnInLog(LogOutcome.COMMITTED, "no transaction: nothing to end")
     firsts = {(t, p): o for t, p, o in handoff.first_offsets}
@@ -155,20 +162,38 @@ def _scan(wire: KafkaWire, handoff: TxnHandoff, firsts: dict[tuple[str, int], in
             if want_records and not deleted:
                 fault_point("recover.during_read")  # a test drops the connection here
                 found += _records(tp, first, view)
-        parts.append(PartitionInLog(tp[0], tp[1], first, marker, deleted, b.log_start,
+        gone = deleted and marker is None and _over(wire, handoff, tp, b)
+        parts.append(PartitionInLog(tp[0], tp[1], first, marker, deleted, b.log_start, gone,
                                     tuple(found)))
     return TxnInLog(*_outcome(parts), tuple(parts))
 
 
+def _over(wire: KafkaWire, handoff: TxnHandoff, tp: tuple[str, int], b: Bounds) -> bool:
+    """Whether a transaction whose records and marker were deleted from ``tp`` can no longer
+    be open there. Kafka keeps an open transaction's LSO at its first offset, raised to the
+    log start when records before it are deleted, so an LSO past the log start proves it
+    over; an LSO at the log start (an empty log, or another open transaction) does not, and
+    the coordinator is asked. Never taken for over when neither can say."""
+    if b.last_stable > b.log_start:
+        return True
+    return coordinator_may_hold(wire, handoff.transactional_id, handoff.producer_id,
+                                tp) is False
+
+
 def _outcome(parts: list[PartitionInLog]) -> tuple[LogOutcome, str]:
-    gone = [f"{p.topic}-{p.partition}" for p in parts if p.deleted and p.marker is None]
-    pending = [f"{p.topic}-{p.partition}" for p in parts if p.marker is None and not p.deleted]
+    gone = [f"{p.topic}-{p.partition}" for p in parts if p.gone]
+    waiting = [f"{p.topic}-{p.partition}" for p in parts if p.marker is None and not p.gone]
     markers = {p.marker for p in parts if p.marker is not None}
+    if waiting:
+        deleted = [f"{p.topic}-{p.partition}" for p in parts if p.deleted and not p.gone
+                   and p.marker is None]
+        return LogOutcome.UNKNOWN, f"no marker yet in {', '.join(waiting)}" + (
+            f" (records and marker deleted in {', '.join(deleted)}, where the transaction "
+            "may still be open)" if deleted else "")
     if gone:
-        return LogOutcome.UNKNOWN, (f"the transaction's records and marker in {', '.join(gone)} "
-                                    "were deleted (the log starts past its first offset)")
-    if pending:
-        return LogOutcome.UNKNOWN, f"no marker yet in {', '.join(pending)}"
+        return LogOutcome.GONE, (f"the transaction's records and marker in {', '.join(gone)} "
+                                 "were deleted (the log starts past its first offset) and it "
+                                 "is over there: committed or lost, the log no longer tells")
     if markers == {True}:
         return LogOutcome.COMMITTED, "COMMIT markers in every partition"
     if markers == {False}:

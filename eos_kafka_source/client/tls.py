@@ -84,9 +84,6 @@ def _version(key: str, raw: str) -> str:
 def _suites(raw: str) -> tuple[str | None, bool]:
     """(OpenSSL cipher string of the TLS 1.2 suites or None, whether TLS 1.3 is kept)."""
     names = [n.strip() for n in raw.split(",") if n.strip()]
-    if not names:
-        raise ConfigError("kafka.ssl.cipher.suites is empty; list suites, or remove it for "
-                          "OpenSSL's defaults.")
     tls13 = [n for n in names if n.upper() in TLS13_SUITES]
     if tls13 and len({n.upper() for n in tls13}) < len(TLS13_SUITES):
         raise ConfigError(
@@ -112,16 +109,16 @@ def _suites(raw: str) -> tuple[str | None, bool]:
 
 def parse_tls(kafka: Mapping[str, str]) -> TlsSettings | None:
     """The TLS settings of ``kafka`` (``kafka.*`` options without their prefix); None when
-    none of :data:`KEYS` is given (kafka-python's own context, same defaults)."""
-    if not any(k in kafka for k in KEYS):
+    none of :data:`KEYS` is given (kafka-python's own context, same defaults). An empty
+    list means the defaults, as in Java."""
+    kafka = {k: v for k, v in kafka.items() if k in KEYS and (
+        k == "ssl.protocol" or any(item.strip() for item in v.split(",")))}
+    if not kafka:
         return None
     order = ["TLSv1.2", "TLSv1.3"]
     enabled = {_version("ssl.enabled.protocols", v)
                for v in kafka.get("ssl.enabled.protocols", "TLSv1.2,TLSv1.3").split(",")
                if v.strip()}
-    if not enabled:
-        raise ConfigError("kafka.ssl.enabled.protocols is empty; use TLSv1.2,TLSv1.3 (or "
-                          "remove it).")
     cap = kafka.get("ssl.protocol", "TLSv1.3").strip()
     if cap.upper() != "TLS":
         enabled = {v for v in enabled if order.index(v) <= order.index(_version(

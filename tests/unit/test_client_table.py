@@ -188,3 +188,10 @@ def test_the_client_package_imports_only_itself_and_errors() -> None:
     loaded = set(ast.literal_eval(out))
     assert {m for m in loaded if not m.startswith("eos_kafka_source.client")} == {
         "eos_kafka_source", "eos_kafka_source.errors"}
+
+
+@pytest.mark.parametrize("key", ["ssl.enabled.protocols", "ssl.cipher.suites"])
+def test_an_empty_tls_list_means_the_defaults_as_in_java(key: str) -> None:
+    """Java's client applies these lists only when they are not empty."""
+    assert parse(SOURCE, {**SSL, key: ""}) == parse(SOURCE, SSL)
+    assert parse(SOURCE, {**SSL, key: " , "}) == parse(SOURCE, SSL)

@@ -9,9 +9,10 @@ arguments here, so the rest of the code never sees Java names.
 Secrets (SASL password, JAAS config, SSL key password) are kept for the wire
 layer but never appear in a repr, a str or an error message.
 
-Which ``kafka.*`` keys are known, and what each becomes, is
-:mod:`eos_kafka_source.client.keys`; the sign-in (SASL, OAuth, Kerberos) is
-:mod:`eos_kafka_source.client.sasl`.
+Which ``kafka.*`` keys are honoured, and why the others are refused, is
+:mod:`eos_kafka_source.client.table` (checked by :mod:`~eos_kafka_source.client.keys`);
+the sign-in (SASL, OAuth, Kerberos) is :mod:`eos_kafka_source.client.sasl`, TLS versions
+and cipher suites :mod:`eos_kafka_source.client.tls`.
 
 >>> ClientConfig.from_options({"kafka.bootstrap.servers": "b1:9092"}).bootstrap_servers
 ('b1:9092',)

@@ -11,7 +11,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 .PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults \
 	test-kafka-faults-broker test-kafka-faults-spark test-kafka39 test-fast test-faults lint demo \
 	demo-docker availability bench bench-setup bench-latency bench-scale bench-longrun bench-connector contrast chaos \
-	chaos-operator sweep smoke-spark smoke-spark-deps smoke-spark40 kerberos-deps clean
+	chaos-operator sweep explore explore-ci smoke-spark smoke-spark-deps smoke-spark40 kerberos-deps clean
 
 setup: $(STAMP)
 
@@ -256,6 +256,22 @@ sweep: kafka-jars
 	  EOSKAFKA_SWEEP=full EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q \
 	    tests/spark/test_sink_recovery.py -k "commit_step or commit_raising" || status=$$?; \
 	  exit $$status
+
+## The sequence explorer (tests/explorer; docs/chaos.md, "Sequence explorer"): SEEDS seeded
+## random sequences (from FIRST_SEED) of batches, driver kills at any crash point, Kafka's
+## abort tool, `eoskafka fence`, rewound checkpoints, prefix changes, decision-store failures
+## and broker restarts on an Apache Kafka of its own; each judged from the outside, a failure
+## shrunk to its shortest sequence and printed with its seed. EXPLORE_SEED=S replays one
+## seed. About 30-60 s a sequence on a loaded 2-core machine. `make explore-ci`: the CI case
+## (tests/broker/test_explorer.py: three seeds from the date, about 4 minutes).
+SEEDS ?= 50
+FIRST_SEED ?= 1
+explore: kafka-jars
+	$(PY) -m tests.explorer $(if $(EXPLORE_SEED),--seed $(EXPLORE_SEED),--seeds $(SEEDS) \
+	  --first $(FIRST_SEED))
+
+explore-ci: kafka-jars
+	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q -s tests/broker/test_explorer.py
 
 ## Smoke set (pytest -m smoke) on every older supported Spark minor, each in its own venv
 ## (.venv-spark4.0 ...); the newest (4.3) is the main venv's and runs in `make test`.

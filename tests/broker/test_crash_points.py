@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -38,12 +36,12 @@ from eos_kafka_source.sink.decisions.log import DecisionLog
 from eos_kafka_source.sink.driver import crash_points
 from tests.crash_driver import FULL_SWEEP, Query, batch_rows, record, run_crash
 from tests.kafka_helpers import create_topic
-from tests.oracle import assert_no_open_transactions, committed_view
+from tests.operator_actions import close_leftovers, eoskafka_fence, judge, kafka_abort
+from tests.oracle import committed_view
 from tests.sink_harness import Harness, open_transactions_of
 
 pytestmark = [pytest.mark.kafka_only, pytest.mark.faults]
 
-ROOT = Path(__file__).parents[2]
 RESULTS = os.environ.get("EOSKAFKA_SWEEP_RESULTS")
 
 #: The scenario of tests/crash_driver.py that reaches each point.
@@ -139,7 +137,7 @@ def test_crash_point(cell: Cell, bootstrap: str, unique: str, tmp_path: Path,
         HELD[topic] = expected
     except BaseException as exc:
         verdict = f"FAIL: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
-        _close_leftovers(bootstrap, topic)
+        close_leftovers(bootstrap, [topic, f"{topic}-renamed"])
         raise
     finally:
         record(RESULTS, point=cell.point if cell.kill == "kill" else f"{cell.point} {cell.kill}",
@@ -164,7 +162,7 @@ def _sweep(cell: Cell, bootstrap: str, topic: str, tmp_path: Path,
         expected = restarted.run_batch(0, "q", new_run=True)
         expected += restarted.run_batch(1, "q")
         expected += restarted.run_batch(2, "q")
-        _judge(bootstrap, topic, expected)
+        judge(bootstrap, topic, expected)
         return "once", expected
     if cell.action == "store_fail":
         faults(f"store.write=ioerror@{tmp_path / 'store-failed-once'}")
@@ -192,7 +190,7 @@ def _sweep(cell: Cell, bootstrap: str, topic: str, tmp_path: Path,
     else:
         restarted.run_batch(1, "q", new_run=True)
         expected += restarted.run_batch(2, "q")
-    _judge(bootstrap, topic, expected)
+    judge(bootstrap, topic, expected)
     verdict = "refused loudly, nothing lost or doubled" if note.startswith("refused") else "once"
     return f"{verdict}{f' ({note})' if note and not note.startswith('refused') else ''}", \
         expected
@@ -201,58 +199,13 @@ def _sweep(cell: Cell, bootstrap: str, topic: str, tmp_path: Path,
 def _act(action: str, query: Query, decided: bool) -> str:
     """The operator's action between the kill and the restart; what it did."""
     if action == "kafka_abort":
-        return _kafka_abort(query)
+        return kafka_abort(query)
     if action == "fence":
-        done = subprocess.run(
-            [sys.executable, "-m", "eos_kafka_source.cli", "fence", "-b", query.bootstrap,
-             "--prefix", query.prefix, "--pool-size", "2", "--probe"],
-            cwd=ROOT, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return "fenced the pool"
+        return eoskafka_fence(query)
     if action == "rewind":
         query.rewind(1)
         return "rewound" + (" a decided batch" if decided else "")
     return ""
-
-
-def _kafka_abort(query: Query) -> str:
-    """``kafka-transactions abort`` on one open transaction of the sink's, a decided one
-    where there is one (the operator's tool for a "hanging" transaction)."""
-    from eos_kafka_source.apache_kafka import KafkaTools
-
-    tools = KafkaTools(query.bootstrap)
-    decision = DecisionLog(str(query.checkpoint), query.lineage).get(1)
-    decided = {h.producer_id for h in decision.handoffs} if decision else set()
-    candidates = [(o.producer_id not in decided, o.partition, o.start_offset)
-                  for o in tools.open_on_partitions(query.topic, range(2))]
-    if not candidates:
-        return "nothing open to abort"
-    undecided, partition, start = min(candidates)
-    tools.abort_transaction(query.topic, partition, start)
-    return f"aborted the {'undecided' if undecided else 'decided'} transaction at " \
-           f"{partition}:{start}"
-
-
-def _close_leftovers(bootstrap: str, prefix: str) -> None:
-    """After a cell that did not hold (its verdict taken): fence the ids it may have left
-    open, so they do not fail the session's last check or stall the next cells."""
-    from eos_kafka_source.sink.driver.fencing import fence
-    from tests.kafka_helpers import wire_for
-
-    ids = [f"{p}-{suffix}" for p in (prefix, f"{prefix}-renamed")
-           for suffix in ("0", "1", "recovery")]
-    try:
-        with wire_for(bootstrap) as wire:
-            fence(wire, ids, 60000)
-    except Exception as exc:  # noqa: BLE001 - the cell's own failure is what matters
-        print(f"could not fence {prefix}'s ids after its cell: {exc}")
-
-
-def _judge(bootstrap: str, topic: str, expected: Counter[bytes]) -> None:
-    """Every expected row exactly once, nothing aborted visible, nothing open: the raw log
-    resolved by its markers (tests/oracle.py)."""
-    assert Harness(bootstrap, topic, topic, None).committed() == expected
-    assert_no_open_transactions(bootstrap, topic)
 
 
 def test_kafka_tools_agree_for_every_cell_that_held(bootstrap: str) -> None:

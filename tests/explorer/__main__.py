@@ -13,6 +13,7 @@ from pathlib import Path
 from tests.explorer.actions import format_sequence, parse_sequence
 from tests.explorer.explore import Explorer
 from tests.explorer.world import Cluster
+from tests.termination import stop_cleanly_on_sigterm
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-at-first", action="store_true")
     parser.add_argument("--bootstrap", help="use this cluster (no broker restarts)")
     args = parser.parse_args(argv)
+    stop_cleanly_on_sigterm()  # a `kill` stops the explorer's broker too
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="eoskafka-explore-") as tmp:
         if args.bootstrap:

@@ -86,7 +86,8 @@ class State:
     """What the chooser sees between actions."""
 
     started: bool  #: a batch has been planned
-    unfinished: bool  #: a decision not yet done (something to roll forward or recover)
+    unfinished: bool  #: a decision not yet done (something to roll forward)
+    lost: bool  #: a transaction of it that Kafka aborted (something to recover)
     open: bool  #: a transaction open on the query's topic
 
 
@@ -102,8 +103,8 @@ class Chooser:
         if done >= self.length:
             return None
         weights = {"batch": 2.0, "crash": 5.0, "fence": 1.5 if state.open else 0.5}
-        if state.open:
-            weights["kafka_abort"] = 5.0
+        if state.open:  # most of all while a decision is pending: an operator's abort
+            weights["kafka_abort"] = 8.0 if state.unfinished else 4.0
         if state.started:
             weights.update(rewind=0.7, prefix=0.5, store_fail=0.7)
         if self.broker_restarts:
@@ -121,7 +122,7 @@ class Chooser:
         path = self._pick({"commit": 7.0, "lost": 2.0, "abort": 1.0})
         if path == "abort":
             return Action("crash", self.rng.choice(ABORT_POINTS), path=path)
-        recover = 6.0 if state.unfinished else 0.3
+        recover = 6.0 if state.lost else 0.3
         weights = {p: recover if p in RECOVER_POINTS else 1.0 for p in COMMIT_POINTS}
         if path == "lost":
             weights = {**{p: w * 2 if p in RECOVER_POINTS else w for p, w in weights.items()},

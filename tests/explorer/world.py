@@ -72,9 +72,15 @@ class World:
     # -- what the chooser sees ----------------------------------------------------------------
 
     def state(self) -> State:
-        log = DecisionLog(str(self.query.checkpoint), self.query.lineage)
+        """Between actions: the decision log, and the raw log (which transactions of an
+        unfinished decision Kafka aborted: something to recover)."""
+        unfinished = DecisionLog(str(self.query.checkpoint), self.query.lineage).unfinished()
         view = committed_view(self.cluster.bootstrap, self.name)
-        return State(started=bool(self._ids()), unfinished=bool(log.unfinished()),
+        aborted = {(p, t.producer_id, t.first) for p, pv in view.items()
+                   for t in pv.transactions if not t.committed}
+        lost = any((p, h.producer_id, first) in aborted for d in unfinished
+                   for h in (*d.handoffs, *(d.recovery or ())) for _, p, first in h.first_offsets)
+        return State(started=bool(self._ids()), unfinished=bool(unfinished), lost=lost,
                      open=any(pv.open_producers for pv in view.values()))
 
     # -- Spark's offset log ---------------------------------------------------------------------

@@ -3,9 +3,12 @@ seeded chooser that draws the next one from what the query's state allows.
 
 An action is concrete once drawn (a point, a path, which open transaction): a printed
 sequence replays as it ran (``python -m tests.explorer --sequence "..."``). The chooser
-looks at the state between actions (an unfinished decision, open transactions) so that a
-kill lands where something durable is pending (a recovery's points only when there is
-something to recover); the same seed draws the same sequence on the same code.
+looks at the state between actions and leans towards what goes deeper into the protocol:
+an operator's abort or fence while a decided batch is pending, a kill at a recovery's
+points once Kafka aborted a decided transaction, the abort tool on an open recovery. A
+uniform draw almost never reaches those states (one kill in sixteen is a recovery's, and
+only where there is something to recover). The same seed draws the same sequence on the
+same code.
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ class State:
     started: bool  #: a batch has been planned
     unfinished: bool  #: a decision not yet done (something to roll forward)
     lost: bool  #: a transaction of it that Kafka aborted (something to recover)
+    recovering: bool  #: a recovery transaction recorded and still open
     open: bool  #: a transaction open on the query's topic
 
 
@@ -103,8 +107,14 @@ class Chooser:
         if done >= self.length:
             return None
         weights = {"batch": 2.0, "crash": 5.0, "fence": 1.5 if state.open else 0.5}
-        if state.open:  # most of all while a decision is pending: an operator's abort
-            weights["kafka_abort"] = 8.0 if state.unfinished else 4.0
+        if state.open:
+            weights["kafka_abort"] = 4.0
+        if state.recovering:  # the operator's tool on a recovery copy
+            weights.update(kafka_abort=10.0, crash=4.0)
+        elif state.lost:  # a restart recovers: kill it on the way
+            weights.update(crash=10.0)
+        elif state.unfinished and state.open:  # a decided batch pending: the operator acts
+            weights.update(kafka_abort=6.0, fence=4.0, crash=4.0)
         if state.started:
             weights.update(rewind=0.7, prefix=0.5, store_fail=0.7)
         if self.broker_restarts:
@@ -122,7 +132,7 @@ class Chooser:
         path = self._pick({"commit": 7.0, "lost": 2.0, "abort": 1.0})
         if path == "abort":
             return Action("crash", self.rng.choice(ABORT_POINTS), path=path)
-        recover = 6.0 if state.lost else 0.3
+        recover = 15.0 if state.lost else 0.3
         weights = {p: recover if p in RECOVER_POINTS else 1.0 for p in COMMIT_POINTS}
         if path == "lost":
             weights = {**{p: w * 2 if p in RECOVER_POINTS else w for p, w in weights.items()},

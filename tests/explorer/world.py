@@ -80,8 +80,10 @@ class World:
                    for t in pv.transactions if not t.committed}
         lost = any((p, h.producer_id, first) in aborted for d in unfinished
                    for h in (*d.handoffs, *(d.recovery or ())) for _, p, first in h.first_offsets)
+        opened = {pid for pv in view.values() for pid in pv.open_producers}
+        recovering = any(h.producer_id in opened for d in unfinished for h in d.recovery or ())
         return State(started=bool(self._ids()), unfinished=bool(unfinished), lost=lost,
-                     open=any(pv.open_producers for pv in view.values()))
+                     recovering=recovering, open=bool(opened))
 
     # -- Spark's offset log ---------------------------------------------------------------------
 

@@ -84,6 +84,9 @@ class Query:
     lineage: str = "query-0"
     #: Rows name their topic in a ``topic`` column instead of the ``topic`` option.
     topic_column: bool = False
+    #: Rows keyed by their value: Kafka's partitioner spreads each task's transaction over
+    #: every partition (the explorer's: a recovery then copies several partitions).
+    keyed: bool = False
     #: Whatever Spark's hooks raised, in order (the restart's refusals are checked from it).
     errors: list[BaseException] = field(default_factory=list)
 
@@ -127,8 +130,10 @@ class Query:
             self.write_offsets(batch, shift=shift)
         if new_run:
             sw._PREPARED_IN_PROCESS.clear()  # a new planning worker remembers no run
-        return sw.EosKafkaStreamWriter(self.options(),
-                                       SCHEMA_TOPIC if self.topic_column else SCHEMA)
+        schema = SCHEMA_TOPIC if self.topic_column else SCHEMA
+        if self.keyed:
+            schema = StructType([StructField("key", BinaryType()), *schema.fields])
+        return sw.EosKafkaStreamWriter(self.options(), schema)
 
     def task(self, writer: Any, batch: int, task: int, values: list[bytes]) -> Any:
         """``writer.write`` as task ``task`` of ``batch`` (the TaskContext Spark gives)."""
@@ -140,6 +145,8 @@ class Query:
                                     "lineage": self.lineage}
         try:
             columns = {"topic": [self.topic] * len(values)} if self.topic_column else {}
+            if self.keyed:
+                columns["key"] = values
             return writer.write(iter([pa.RecordBatch.from_pydict({**columns, "value": values})]))
         finally:
             sw._task_context = real
@@ -330,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--tag", default="q", help="scenario batch: its rows' tag")
     run.add_argument("--new-run", action="store_true", help="scenario batch: a new run")
     run.add_argument("--path", choices=PATHS, default="commit", help="scenario batch")
+    run.add_argument("--keyed", action="store_true", help="rows keyed by their value")
     rep = sub.add_parser("report", help="print the sweep's matrix")
     rep.add_argument("results", type=Path)
     rep.add_argument("out", type=Path, nargs="?")
@@ -338,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         print(report(args.results, args.out))
         return 0
     query = Query(args.bootstrap, args.topic, args.prefix, Path(args.checkpoint), args.lineage,
-                  topic_column=args.scenario == "claim")
+                  topic_column=args.scenario == "claim", keyed=args.keyed)
     if args.scenario == "batch":
         _nth_kill()
         try:

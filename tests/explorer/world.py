@@ -66,7 +66,7 @@ class World:
         create_topic(self.cluster.bootstrap, self.name, partitions=2)
         home = self.cluster.workdir / self.name
         self.query = Query(self.cluster.bootstrap, self.name, self.name, home / "ckpt",
-                           lineage=f"query-{self.name}")
+                           lineage=f"query-{self.name}", keyed=True)
         self.prefixes.append(self.name)
 
     # -- what the chooser sees ----------------------------------------------------------------
@@ -159,7 +159,7 @@ class World:
         """The next batch in a driver process, killed at the action's point."""
         batch, shift = self.next_batch()
         fault = f"{action.point}={action.kill}" if action.point else ""
-        extra = ["--batch", str(batch), "--tag", tag(shift), "--path", action.path]
+        extra = ["--batch", str(batch), "--tag", tag(shift), "--path", action.path, "--keyed"]
         code, tail = run_driver(self.query, "batch", fault,
                                 self.query.checkpoint.parent / f"gate{self.step}",
                                 *extra, *(["--new-run"] if self.new_run else []))

@@ -50,7 +50,7 @@ def fetch_metadata(wire: KafkaWire, topics: list[str] | None) -> dict[str, Topic
         None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
     )
     request = MetadataRequest[version](topics=req_topics, allow_auto_topic_creation=False)
-    response = wire.request(wire.any_node(), request, "Metadata")
+    response = wire.request_any(request, "Metadata")
     wire.update_cluster(response)
     out: dict[str, TopicInfo] = {}
     for topic in response.topics:
@@ -143,10 +143,10 @@ def _find_once(wire: KafkaWire, keys: list[str], key_type: int) -> dict[str, tup
     version = wire.version(FindCoordinatorRequest)
     if version >= 4:
         request = FindCoordinatorRequest[version](key_type=key_type, coordinator_keys=keys)
-        response = wire.request(wire.any_node(), request, f"FindCoordinator ({len(keys)} keys)")
+        response = wire.request_any(request, f"FindCoordinator ({len(keys)} keys)")
         return {e.key: (e.error_code, int(e.node_id)) for e in response.coordinators}
-    calls = [(wire.any_node(), FindCoordinatorRequest[version](key=k, key_type=key_type))
-             for k in keys]
+    node = wire.any_node()
+    calls = [(node, FindCoordinatorRequest[version](key=k, key_type=key_type)) for k in keys]
     responses = wire.request_many(calls, f"FindCoordinator ({len(keys)} keys)")
     return {k: (r.error_code, int(r.node_id)) for k, r in zip(keys, responses, strict=True)}
 
@@ -190,7 +190,7 @@ def topic_configs(wire: KafkaWire, topic: str, keys: Sequence[str]) -> dict[str,
             resource_type=_TOPIC_RESOURCE, resource_name=topic, configuration_keys=None)],
         include_synonyms=False, include_documentation=False,
     )
-    response = wire.request(wire.any_node(), request, f"DescribeConfigs {topic}")
+    response = wire.request_any(request, f"DescribeConfigs {topic}")
     result = response.results[0]
     raise_for_code(result.error_code, f"DescribeConfigs {topic}")
     return {c.name: c.value for c in result.configs if c.name in keys and c.value is not None}
@@ -218,7 +218,7 @@ def create_topic(
         ],
     )
     request = CreateTopicsRequest[version](topics=[topic], timeout_ms=30000, validate_only=False)
-    response = wire.request(wire.any_node(), request, f"CreateTopics {name}")
+    response = wire.request_any(request, f"CreateTopics {name}", resend=False)
     result = response.topics[0]
     if result.error_code == _TOPIC_EXISTS and exist_ok:
         return
@@ -235,7 +235,7 @@ def create_partitions(wire: KafkaWire, name: str, total: int) -> None:
         timeout_ms=30000,
         validate_only=False,
     )
-    response = wire.request(wire.any_node(), request, f"CreatePartitions {name}")
+    response = wire.request_any(request, f"CreatePartitions {name}", resend=False)
     raise_for_code(response.results[0].error_code, f"CreatePartitions {name}")
     _wait_partitions(wire, name, total)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import kafka.errors as kerrors
@@ -45,6 +45,9 @@ _install_kafka_python_fixes()  # Kafka's answer to a refused login reaches us (s
 RECEIVE_MAX_BYTES = 256 << 20
 #: Requests one connection may have in flight (brokers answer a connection's requests in order).
 MAX_IN_FLIGHT = 1000
+#: Seconds a broker this wire could not reach is passed over for requests any broker can
+#: answer (the controller fences a dead broker after ``broker.session.timeout.ms``, 9 s).
+UNREACHABLE_S = 10.0
 
 # Request versions are capped: Fetch v13+ needs topic ids; Produce v12+, EndTxn v5+
 # and InitProducerId v5+ switch a transaction to KIP-890 "version 2" semantics.
@@ -80,6 +83,8 @@ class KafkaWire:
         self.config = config
         self._client: KafkaNetClient | None = None
         self._siblings: dict[int, KafkaWire] = {}
+        #: Brokers this wire could not reach, and when (avoided by :meth:`any_node`).
+        self._lost_at: dict[int, float] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -211,16 +216,55 @@ class KafkaWire:
                 "this request"
             ) from None
 
-    def any_node(self) -> int:
-        node = self.client.least_loaded_node(bootstrap_fallback=True)
+    def any_node(self, avoid: Collection[int] = ()) -> int:
+        """A broker for a request any of them can answer (Metadata, FindCoordinator...):
+        one with an open connection if there is one; never one in ``avoid`` or one this
+        wire could not reach within :data:`UNREACHABLE_S`, unless no other is known."""
+        client = self.client
+        shunned = {*avoid, *self._unreachable_now()}
+        node = client.least_loaded_node(bootstrap_fallback=True)
+        if node is None or node in shunned:
+            known = [int(b.node_id) for b in client.cluster.brokers()]
+            others = [n for n in known if n not in shunned]
+            ready = [n for n in others if client.is_ready(n)]
+            node = (ready or others or [n for n in known if n not in avoid] or known or
+                    [node])[0]
         if node is None:
-            brokers = list(self.client.cluster.brokers())
-            if not brokers:
-                raise BrokerUnreachableError(
-                    f"no broker known for {','.join(self.config.bootstrap_servers)}"
-                )
-            node = brokers[0].node_id
+            raise BrokerUnreachableError(
+                f"no broker known for {','.join(self.config.bootstrap_servers)}"
+            )
         return int(node)
+
+    def request_any(self, request: Any, what: str, timeout_ms: int | None = None, *,
+                    resend: bool = True) -> Any:
+        """Send a request any broker can answer; a broker that cannot be reached gives its
+        turn to the next, as the Java client's least-loaded node does (issue 30, finding
+        11: a new wire picked a dead broker the bootstrap answer still listed, and the
+        micro-batch failed). With ``resend`` (requests that change nothing), a dropped
+        connection or an unanswered request is sent again to another broker too."""
+        tried: set[int] = set()
+        last: BaseException | None = None
+        while True:
+            node = self.any_node(avoid=tried)
+            if node in tried and last is not None:  # every known broker was tried
+                raise last
+            tried.add(node)
+            try:
+                pending = [self.send(node, request, what)]
+            except ConnectionDroppedError as exc:  # could not connect (send noted it)
+                last = exc
+                continue
+            try:
+                return self.wait(pending, what, timeout_ms)[0]
+            except (ConnectionDroppedError, TimeoutError_) as exc:
+                self._lost_at[node], last = time.monotonic(), exc
+                self.drop_connection(node)
+                if not resend:
+                    raise
+
+    def _unreachable_now(self) -> set[int]:
+        now = time.monotonic()
+        return {n for n, at in self._lost_at.items() if now - at < UNREACHABLE_S}
 
     def request(self, node: int, request: Any, what: str, timeout_ms: int | None = None) -> Any:
         """Send one request and wait for its response."""
@@ -249,6 +293,7 @@ class KafkaWire:
             try:
                 client.await_ready(node, timeout_ms=self.config.connect_timeout_ms)
             except Exception as exc:
+                self._lost_at[node] = time.monotonic()
                 raise ConnectionDroppedError(
                     f"{what}: could not connect to broker {self._address(node)} "
                     f"({describe(exc)})"

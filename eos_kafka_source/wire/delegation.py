@@ -105,7 +105,7 @@ class DelegationToken:
 def _call(wire: KafkaWire, request_cls: Any, what: str, **fields: Any) -> Any:
     cap = _CAPS[request_cls.__name__]
     version = int(wire.client.api_version(request_cls, max_version=cap))
-    response = wire.request(wire.any_node(), request_cls(version=version, **fields), what)
+    response = wire.request_any(request_cls(version=version, **fields), what, resend=False)
     if response.error_code:
         error = for_code(response.error_code)
         hint = {

@@ -118,7 +118,7 @@ def init_idempotent(wire: KafkaWire, *, topic: str | None = None,
     attempt = 0
     while True:
         try:
-            resp = wire.request(wire.any_node(), request, "InitProducerId (idempotent)")
+            resp = wire.request_any(request, "InitProducerId (idempotent)")
             if not resp.error_code:
                 return ProducerIdentity(resp.producer_id, resp.producer_epoch)
             kind = for_code(resp.error_code)

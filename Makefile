@@ -11,7 +11,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 .PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults \
 	test-kafka-faults-broker test-kafka-faults-spark test-kafka39 test-fast test-faults lint demo \
 	demo-docker availability bench bench-setup bench-latency bench-scale bench-longrun bench-connector contrast chaos \
-	chaos-operator sweep explore explore-ci smoke-spark smoke-spark-deps smoke-spark40 kerberos-deps clean
+	chaos-operator failover sweep explore explore-ci smoke-spark smoke-spark-deps smoke-spark40 kerberos-deps clean
 
 setup: $(STAMP)
 
@@ -237,6 +237,28 @@ chaos-operator: kafka-jars
 	  $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) \
 	  $(if $(CHAOS_OPERATOR_FAULTS),--faults $(CHAOS_OPERATOR_FAULTS)) \
 	  $(if $(CHAOS_OPERATOR_DEADLINE),--deadline $(CHAOS_OPERATOR_DEADLINE))
+
+## The failover check (issue 30; tests/chaos/failover.py), RUNS times in a row (default 10;
+## CI runs it once): a 3-node Apache Kafka (min.insync.replicas=2) under a streaming query on
+## a Spark standalone cluster; each commit step of the driver (before and after its decision,
+## before the first EndTxn, between EndTxns, before and after marking it done) met by a kill -9
+## of a transaction coordinator or an output leader in turn; then the driver SIGKILLed and
+## restarted to drain on AvailableNow. A run passes on exactly once (oracle and Kafka's Java
+## read_committed consumer), nothing open or hanging, and no failed query run. Prints each
+## run's verdict and "failover: P of N runs passed"; exits non-zero unless all passed.
+## FAILOVER_SEED=N replays one schedule; FAILOVER_DEADLINE=S bounds each run (default 900).
+RUNS ?= 10
+FAILOVER_SEED ?=
+FAILOVER_DEADLINE ?= 900
+failover: kafka-jars
+	@passed=0; for run in $$(seq 1 $(RUNS)); do \
+	  start=$$(date +%s); \
+	  if $(PY) -m tests.chaos --broker kafka --failover --gap 1 3 \
+	      --deadline $(FAILOVER_DEADLINE) $(if $(FAILOVER_SEED),--seed $(FAILOVER_SEED)); then \
+	    passed=$$((passed + 1)); verdict=passed; else verdict=FAILED; fi; \
+	  echo "failover run $$run of $(RUNS): $$verdict in $$(( $$(date +%s) - start )) s"; \
+	done; \
+	echo "failover: $$passed of $(RUNS) runs passed"; test $$passed -eq $(RUNS)
 
 ## The crash-point sweep's full matrix on Apache Kafka (tests/broker/test_crash_points.py):
 ## a driver SIGKILLed at every durable step's crash point (eos_kafka_source/sink/

@@ -133,6 +133,15 @@ class TransactionOutcomeUnknownError(EosKafkaError):
     condition = "EOSKAFKA_TRANSACTION_OUTCOME_UNKNOWN"
 
 
+class HangingTransactionError(EosKafkaError):
+    """A decided transaction hangs on a partition (KIP-664): its coordinator has ended it,
+    but no marker reached that partition, and none ever will. The message names Kafka's
+    command that ends it; the decision stays, and the restarted query copies the records
+    from the log once the partition holds the ABORT marker."""
+
+    condition = "EOSKAFKA_HANGING_TRANSACTION"
+
+
 class DecisionLogConflictError(EosKafkaError):
     """The decision log belongs to another query, or another driver wrote the same decision
     (docs/design.md invariant 8: a decision belongs to one query, not to a batch id)."""

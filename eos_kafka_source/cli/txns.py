@@ -35,6 +35,11 @@ decided in the last S seconds (so an alert clears once it has been seen).
                        open: [{producer_id, producer_epoch, transactional_id, first_offset,
                                last_offset, records, batches}]}]
     open_transactions  number of open transactions found
+    hanging          open transactions no coordinator will end (KIP-664, as
+                     kafka-transactions.sh find-hanging): [{topic, partition, producer_id,
+                     producer_epoch, transactional_id, start_offset, why, command}], command
+                     being Kafka's own that ends it
+    hanging_transactions  len(hanging)
     stale_undone     undone batch ids counted against --max-open-age (all without it)
     stale_open_transactions  open transactions counted against --max-open-age (all
                      without it); each open transaction has first_timestamp_ms and age_s
@@ -49,6 +54,7 @@ import sys
 import time
 from typing import Any
 
+from ..wire.hanging import Hanging, find_hanging
 from . import _common as c
 from ._scan import partitions_of, scan_headers
 
@@ -64,6 +70,9 @@ wrote to. Open transactions are found by reading each partition's raw log from
 the last stable offset (LSO) to the high watermark, looking at batch headers:
 a producer with transactional records and no COMMIT/ABORT marker after them
 holds the LSO back. Close them with `eoskafka fence` (on a stopped query).
+An open transaction whose coordinator does not hold that partition (or older than
+any transaction may last) is HANGING: no coordinator will end it; the command that
+does (kafka-transactions.sh abort) is printed.
 
 For alerting on a running query (a cron job or a sidecar):
   eoskafka txns --checkpoint /chk/orders -b kafka:9092 --max-open-age 600 --lost-within 900
@@ -144,13 +153,26 @@ def run(args: argparse.Namespace) -> int:
                     "open": [t.to_json(pid_names.get(pid), now)
                              for pid, t in sorted(scan.open.items())],
                 })
+            opened = [(p["topic"], p["partition"]) for p in doc["partitions"] if p["open"]]
+            doc["hanging"] = [_hanging_json(h, config) for h in
+                              find_hanging(wire, opened, names=pid_names) or []] if opened else []
     doc["open_transactions"] = sum(len(p["open"]) for p in doc["partitions"])
+    doc.setdefault("hanging", [])
+    doc["hanging_transactions"] = len(doc["hanging"])
     _judge(doc, now, max_open_age=args.max_open_age, lost_within=args.lost_within)
     if args.json:
         c.emit_json(doc)
     else:
         _print(doc, broker_checked=config is not None)
     return c.EXIT_OK if doc["ok"] else c.EXIT_PROBLEM
+
+
+def _hanging_json(h: Hanging, config: Any) -> dict[str, Any]:
+    p = h.producer
+    return {"topic": p.topic, "partition": p.partition, "producer_id": p.producer_id,
+            "producer_epoch": p.producer_epoch, "transactional_id": h.transactional_id,
+            "start_offset": p.start_offset, "why": h.why,
+            "command": h.command(",".join(config.bootstrap_servers))}
 
 
 def _judge(doc: dict[str, Any], now: float, *, max_open_age: float | None,
@@ -170,7 +192,7 @@ def _judge(doc: dict[str, Any], now: float, *, max_open_age: float | None,
         if (b["lost"] or b["decision_state"] == "lost")
         and (lost_within is None or not b["decided_at"] or now - b["decided_at"] <= lost_within)]
     doc["ok"] = not (doc["stale_undone"] or doc["stale_open_transactions"]
-                     or doc["lost_batches"])
+                     or doc["lost_batches"] or doc["hanging"])
 
 
 def _batch_json(decision: Any) -> dict[str, Any]:
@@ -252,6 +274,11 @@ def _print(doc: dict[str, Any], *, broker_checked: bool) -> None:
         c.table(rows, ["partition", "log start", "LSO", "high watermark", "open transactions"])
     elif doc["decision_log"] and not broker_checked:
         out.write("\n(no broker given: open transactions not checked; add -b HOST:PORT)\n")
+    for h in doc["hanging"]:
+        out.write(f"\nHANGING {h['topic']}-{h['partition']}: producer {h['producer_id']} epoch "
+                  f"{h['producer_epoch']} ({h['transactional_id'] or 'no transactional id'}), "
+                  f"open from offset {h['start_offset']}: {h['why']}. End it with:\n"
+                  f"  {h['command']}\n")
     if doc["ok"]:
         young = doc["open_transactions"] + len(doc["undone"])
         out.write("\nOK: " + (f"{young} open transaction(s) or undone batch(es), none older "
@@ -259,6 +286,7 @@ def _print(doc: dict[str, Any], *, broker_checked: bool) -> None:
                                "nothing open, no loss") + "\n")
     else:
         out.write(f"\nPROBLEM: {len(doc['stale_undone'])} undone batch(es), "
-                  f"{doc['stale_open_transactions']} open transaction(s), "
+                  f"{doc['stale_open_transactions']} open transaction(s) "
+                  f"({doc['hanging_transactions']} hanging), "
                   f"{len(doc['lost_batches'])} batch(es) with a loss "
                   f"{doc['lost_batches'] or ''}".rstrip() + "\n")

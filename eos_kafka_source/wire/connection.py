@@ -70,6 +70,7 @@ VERSION_CAPS: dict[str, int] = {
     "DescribeTransactionsRequest": 0,
     "ListTransactionsRequest": 2,
     "DescribeProducersRequest": 0,
+    "WriteTxnMarkersRequest": 1,
 }
 
 class KafkaWire:

@@ -24,6 +24,9 @@ from eos_kafka_source.wire import KafkaWire, create_topic
 
 from .broker import S3Server, durable_broker, kafka_cluster
 from .cluster import SparkCluster, spark_env
+from .failover import FAULTS as FAILOVER_FAULTS
+from .failover import KIND as FAILOVER_KIND
+from .failover import FailoverChaos
 from .faults import KINDS, Chaos
 from .feeder import Feeder, IdBlocks, Ledger
 from .kafka_faults import KAFKA_KINDS, WEIGHTS, KafkaChaos, quotas
@@ -75,13 +78,18 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--operator", action="store_true",
                    help="on Kafka: the operator round (what people do between runs: "
                         f"{', '.join(OPERATOR_KINDS)}), one of each by default")
+    p.add_argument("--failover", action="store_true",
+                   help="on Kafka: the failover check (tests/chaos/failover.py): a coordinator "
+                        "or leader kill at each commit step, then the driver SIGKILLed before "
+                        "the drain; a failed query run fails the verdict")
     p.add_argument("--work", type=Path, default=None, help="work directory (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     args = p.parse_args(argv)
-    if args.operator and args.broker != "kafka":
-        p.error("--operator needs --broker kafka")
+    if (args.operator or args.failover) and args.broker != "kafka":
+        p.error("--operator and --failover need --broker kafka")
     if args.faults is None:
-        short = len(OPERATOR_KINDS) if args.operator else SHORT[args.broker]
+        short = (len(OPERATOR_KINDS) if args.operator else FAILOVER_FAULTS if args.failover
+                 else SHORT[args.broker])
         args.faults = short if soak in ("", "short") else int(soak)
     kinds = (OPERATOR_KINDS if args.operator else KAFKA_KINDS) if args.broker == "kafka" \
         else KINDS
@@ -91,6 +99,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"--only: unknown kind(s) {sorted(unknown)} on {args.broker}; "
                 f"kinds are {', '.join(allowed)}")
     args.kinds = tuple(args.only.split(",")) if args.only else kinds
+    if args.failover:
+        args.kinds = (FAILOVER_KIND,)
     return args
 
 
@@ -180,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         if pipeline.wait_progress(0, args.stall_timeout) is None:
             raise RuntimeError("the pipeline made no progress before the first fault")
         say("pipeline running: eoskafka source -> transform -> eoskafka sink")
-        chaos_class = OperatorChaos if operator else KafkaChaos
+        chaos_class = (OperatorChaos if operator else FailoverChaos if args.failover
+                       else KafkaChaos)
         chaos = (chaos_class(rng, cluster, broker, pipeline, cfg, work, faults_file,
                              transaction_timeout_ms=args.txn_timeout_ms) if on_kafka
                  else Chaos(rng, cluster, broker, pipeline, cfg, work, faults_file))
@@ -210,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         for f in feeders:
             f.close()
         say(f"feeders stopped and sealed: {ledger.transactions} transactions; draining")
+        if args.failover:  # the drain comes after a driver SIGKILL, as after a crash
+            pipeline.kill()
+            pipeline.start()
         pipeline.ensure_running()
         mark = pipeline.mark()
         pipeline.send("drain")
@@ -233,6 +247,10 @@ def main(argv: list[str] | None = None) -> int:
         if not on_kafka:
             verdict.row("input LSO heal rounds (Tansu quirk)", heals)
         verdict.row("stalls (no progress after a fault)", stalls, problem=bool(stalls))
+        if args.failover:
+            failed_runs = pipeline.count("query_failed")
+            verdict.row("query runs failed (failover: none expected)", failed_runs,
+                        problem=bool(failed_runs))
         if len(chaos.log.records) < len(planned):
             verdict.row("faults planned / injected (fault window)",
                         f"{len(planned)} / {len(chaos.log.records)}")

@@ -34,8 +34,11 @@ from ...wire import Bounds, KafkaWire, LogCursor, fetch_bounds
 from ...wire.admin_txns import coordinator_may_hold
 from ...wire.cluster import fresh_leaders
 from ..handoff import TxnHandoff
+from .hanging_txns import end_hanging
 
 _MARKER_WAIT_S = (0.05, 1.0)  # markers land a moment after EndTxn answers (Kafka)
+#: A marker still missing this long (s) is asked about (hanging.py), then again every so often.
+_HANGING_CHECK_S = (2.0, 10.0)
 
 
 class LogOutcome(enum.Enum):
@@ -116,6 +119,7 @@ def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = Fa
                         f"in {missing} (written by an older eoskafka?)")
     deadline = time.monotonic() + deadline_s
     pause = _MARKER_WAIT_S[0]
+    check_at = time.monotonic() + _HANGING_CHECK_S[0]
     while True:
         try:
             found = _scan(wire, handoff, firsts, records, deadline)
@@ -130,6 +134,10 @@ def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = Fa
             return TxnInLog(LogOutcome.UNKNOWN, why)
         if not found.pending or not wait or time.monotonic() >= deadline:
             return found
+        if time.monotonic() >= check_at:
+            check_at = time.monotonic() + _HANGING_CHECK_S[1]
+            if end_hanging(wire, handoff, found.pending):
+                continue  # an ABORT marker now: read again at once
         time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
         pause = min(pause * 2, _MARKER_WAIT_S[1])
 

@@ -222,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
             f.close()
         say(f"feeders stopped and sealed: {ledger.transactions} transactions; draining")
         if args.failover:  # the drain comes after a driver SIGKILL, as after a crash
-            pipeline.kill()
+            since, killed = pipeline.mark(), pipeline.pid
+            pipeline.kill()  # its "exited" event must come before the drain's mark
+            pipeline.wait_for(lambda e: e["event"] == "exited" and e["pid"] == killed,
+                              since, 60)
             pipeline.start()
         pipeline.ensure_running()
         mark = pipeline.mark()

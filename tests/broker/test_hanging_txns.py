@@ -23,7 +23,7 @@ import pytest
 from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest
 
 from eos_kafka_source.cli import main
-from eos_kafka_source.client_config import ClientConfig
+from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.faults import InjectedFault
 from eos_kafka_source.records import encode_batch
 from eos_kafka_source.sink.handoff import TxnHandoff

@@ -138,6 +138,15 @@ ENTRIES: tuple[Entry, ...] = (
           "no: the decision is kept",
           "restart the query once the brokers hosting `__transaction_state` are healthy: the "
           "restart finishes the decision before any task starts"),
+    Entry("EOSKAFKA_HANGING_TRANSACTION",
+          "a decided transaction hangs on a partition: its coordinator ended it, but no "
+          "marker reached that partition and none will (KIP-664)",
+          "Kafka's marker manager skipped the partition (seen after coordinator and leader "
+          "kills), and the query's principal may not write markers (CLUSTER_ACTION)",
+          "no: the decision is kept",
+          "run the `kafka-transactions.sh ... abort` command the message names, then "
+          "restart the query: it copies the partition's records from the log "
+          "([operations](operations.md#hanging-transactions))"),
     Entry("EOSKAFKA_DECISION_LOG_CONFLICT",
           "the decision log belongs to another query, or another driver wrote the same "
           "decision",

@@ -20,10 +20,6 @@ Scenarios (which step each arms; batch 0 always runs cleanly first):
 - ``abort``: batch 1's commit raises before its decision; Spark's ``abort`` is armed;
 - ``lost``: batch 1 is decided, then a zombie fences task 1's transaction before its
   EndTxn; armed from that commit on (recovered there, or at the restart that follows).
-
-The sequence explorer (tests/explorer) runs one batch of its own instead (``--batch``:
-its id, rows, whether a new run plans it, and the ``commit``, ``abort`` or ``lost`` path),
-with the fault armed from its planning on; a point it never meets lets it finish.
 """
 
 from __future__ import annotations
@@ -54,10 +50,7 @@ TASKS = 2
 ROWS = 10
 #: Rows each batch reads from the (imaginary) input: its end offset is (batch + 1) * this.
 INPUT_PER_BATCH = TASKS * ROWS
-SCENARIOS = ("commit", "restart", "abort", "lost", "claim", "batch")
-#: The paths a ``batch`` run takes (the explorer's): commit, Spark's abort after the commit
-#: raised before its decision, or a zombie's loss of task 1's decided transaction.
-PATHS = ("commit", "abort", "lost")
+SCENARIOS = ("commit", "restart", "abort", "lost", "claim")
 #: ``EOSKAFKA_SWEEP=full`` (``make sweep``): the whole matrix, and the Spark driver killed at
 #: every commit step (tests/spark/test_sink_recovery.py); otherwise CI's fast half.
 FULL_SWEEP = os.environ.get("EOSKAFKA_SWEEP") == "full"
@@ -84,8 +77,9 @@ class Query:
     lineage: str = "query-0"
     #: Rows name their topic in a ``topic`` column instead of the ``topic`` option.
     topic_column: bool = False
-    #: Rows keyed by their value: Kafka's partitioner spreads each task's transaction over
-    #: every partition (the explorer's: a recovery then copies several partitions).
+    #: Rows keyed by their value less the topic: Kafka's partitioner spreads each task's
+    #: transaction over every partition, the same way for every topic (the explorer's: a
+    #: recovery then copies several partitions).
     keyed: bool = False
     #: Whatever Spark's hooks raised, in order (the restart's refusals are checked from it).
     errors: list[BaseException] = field(default_factory=list)
@@ -146,7 +140,7 @@ class Query:
         try:
             columns = {"topic": [self.topic] * len(values)} if self.topic_column else {}
             if self.keyed:
-                columns["key"] = values
+                columns["key"] = [v.split(b"/", 1)[-1] for v in values]
             return writer.write(iter([pa.RecordBatch.from_pydict({**columns, "value": values})]))
         finally:
             sw._task_context = real
@@ -199,30 +193,6 @@ def _nth_kill() -> None:
         return None
 
     faults._act = act
-
-
-def one_batch(query: Query, fault: str, gate: Path, batch: int, tag: str, new_run: bool,
-              path: str) -> None:
-    """The explorer's batch: ``batch`` planned (``offsets/<batch>`` written by the caller),
-    its tasks writing ``tag``'s rows, then its ``path``, with ``fault`` armed throughout
-    (from the commit on for ``lost``: its zombie needs the tasks' transactions open)."""
-    if path == "lost":
-        writer = query.plan(batch, new_run=new_run)
-        lose_task_1(query, batch, gate, fault, tag=tag, writer=writer)
-        return
-    arm(fault)
-    writer = query.plan(batch, new_run=new_run)
-    handoffs = query.tasks(writer, batch, tag)
-    if path == "commit":
-        query.commit(writer, handoffs, batch)
-        return
-    arm(f"commit.before_decision=raise,{fault}")
-    try:
-        writer.commit(handoffs, batch)
-    except faults.InjectedFault:
-        arm(fault)
-        writer.abort(handoffs, batch)
-    raise RuntimeError("commit raised before its decision; Spark's abort ran")
 
 
 def crash(query: Query, scenario: str, fault: str, gate: Path) -> None:
@@ -333,11 +303,6 @@ def main(argv: list[str] | None = None) -> int:
         run.add_argument(f"--{name}", required=True)
     run.add_argument("--scenario", choices=SCENARIOS, required=True)
     run.add_argument("--fault", required=True, help="e.g. commit.after_decision=kill")
-    run.add_argument("--batch", type=int, default=0, help="scenario batch: its id")
-    run.add_argument("--tag", default="q", help="scenario batch: its rows' tag")
-    run.add_argument("--new-run", action="store_true", help="scenario batch: a new run")
-    run.add_argument("--path", choices=PATHS, default="commit", help="scenario batch")
-    run.add_argument("--keyed", action="store_true", help="rows keyed by their value")
     rep = sub.add_parser("report", help="print the sweep's matrix")
     rep.add_argument("results", type=Path)
     rep.add_argument("out", type=Path, nargs="?")
@@ -346,26 +311,16 @@ def main(argv: list[str] | None = None) -> int:
         print(report(args.results, args.out))
         return 0
     query = Query(args.bootstrap, args.topic, args.prefix, Path(args.checkpoint), args.lineage,
-                  topic_column=args.scenario == "claim", keyed=args.keyed)
-    if args.scenario == "batch":
-        _nth_kill()
-        try:
-            one_batch(query, args.fault, Path(args.gate), args.batch, args.tag, args.new_run,
-                      args.path)
-        except Exception as exc:  # noqa: BLE001 - the explorer reads what the batch raised
-            query.errors.append(exc)
-        for exc in query.errors:
-            print(f"crash_driver: raised {type(exc).__name__}: {exc}", flush=True)
-        return 4 if query.errors else 0
+                  topic_column=args.scenario == "claim")
     crash(query, args.scenario, args.fault, Path(args.gate))
     print(f"crash_driver: {args.fault} never fired in scenario {args.scenario}", flush=True)
     return 3
 
 
-def run_driver(query: Query, scenario: str, fault: str, gate: Path, *extra: str,
-               timeout_s: float = 240) -> tuple[int, str]:
-    """Run the crashing driver as a process (``extra``: more of its arguments); its exit
-    status (``-SIGKILL``: killed at the point) and its output's tail."""
+def run_crash(query: Query, scenario: str, fault: str, gate: Path,
+              timeout_s: float = 240) -> str:
+    """Run the crashing driver as a process; returns its output's tail, or fails if it was
+    not SIGKILLed (the point was never reached: renamed, or the wrong scenario)."""
     import subprocess
 
     root = Path(__file__).parents[1]
@@ -376,18 +331,11 @@ def run_driver(query: Query, scenario: str, fault: str, gate: Path, *extra: str,
         [sys.executable, "-m", "tests.crash_driver", "crash", "--bootstrap", query.bootstrap,
          "--topic", query.topic, "--prefix", query.prefix, "--checkpoint",
          str(query.checkpoint), "--lineage", query.lineage, "--gate", str(gate),
-         "--scenario", scenario, "--fault", fault, *extra],
+         "--scenario", scenario, "--fault", fault],
         env=env, cwd=root, capture_output=True, timeout=timeout_s)
-    return done.returncode, (done.stdout + done.stderr).decode(errors="replace")[-3000:]
-
-
-def run_crash(query: Query, scenario: str, fault: str, gate: Path,
-              timeout_s: float = 240) -> str:
-    """Run the crashing driver as a process; returns its output's tail, or fails if it was
-    not SIGKILLed (the point was never reached: renamed, or the wrong scenario)."""
-    returncode, tail = run_driver(query, scenario, fault, gate, timeout_s=timeout_s)
-    assert returncode == -signal.SIGKILL, (
-        f"{fault} was not reached in scenario {scenario} (exit {returncode}): {tail}")
+    tail = (done.stdout + done.stderr).decode(errors="replace")[-3000:]
+    assert done.returncode == -signal.SIGKILL, (
+        f"{fault} was not reached in scenario {scenario} (exit {done.returncode}): {tail}")
     return tail
 
 

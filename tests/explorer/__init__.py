@@ -8,5 +8,6 @@ sequence that still fails.
 ``python -m tests.explorer --seeds 50`` (``make explore``); ``--seed S`` replays a seed,
 ``--sequence "crash commit.after_decision; fence; batch"`` a printed sequence.
 Modules: ``actions`` (the vocabulary and the seeded chooser), ``world`` (one sequence's
-query, as Spark drives it), ``verdict``, ``explore`` (run, shrink), ``__main__``.
+query, as Spark drives it), ``driver`` (its batch in a process of its own, to kill),
+``verdict``, ``explore`` (run, shrink), ``__main__``.
 """

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from eos_kafka_source import faults
 from eos_kafka_source.sink.decisions.log import DecisionLog
-from tests.crash_driver import INPUT_PER_BATCH, Query, run_driver
+from tests.crash_driver import INPUT_PER_BATCH, Query
+from tests.explorer import driver
 from tests.explorer.actions import Action, State
 from tests.kafka_helpers import create_topic
 from tests.operator_actions import eoskafka_fence, kafka_abort
@@ -159,18 +160,15 @@ class World:
         """The next batch in a driver process, killed at the action's point."""
         batch, shift = self.next_batch()
         fault = f"{action.point}={action.kill}" if action.point else ""
-        extra = ["--batch", str(batch), "--tag", tag(shift), "--path", action.path, "--keyed"]
-        code, tail = run_driver(self.query, "batch", fault,
-                                self.query.checkpoint.parent / f"gate{self.step}",
-                                *extra, *(["--new-run"] if self.new_run else []))
+        code, raised, tail = driver.run(
+            self.query, fault, self.query.checkpoint.parent / f"gate{self.step}", batch=batch,
+            tag=tag(shift), new_run=self.new_run, path=action.path)
         self.new_run = True
-        raised = [line.split("raised ", 1)[1] for line in tail.splitlines()
-                  if line.startswith("crash_driver: raised ")]
         if code == -signal.SIGKILL:
             return f"batch {batch}: killed at {action.point}"
         if code == 0:
             return f"batch {batch} committed ({action.point or 'no point'} not met)"
-        if code == 4 and raised:
+        if code == driver.RAISED and raised:
             return "; ".join(self.failed(batch, r) for r in raised)
         raise HarnessError(f"the driver of batch {batch} exited {code}: {tail}")
 

@@ -285,7 +285,7 @@ sweep: kafka-jars
 ## and broker restarts on an Apache Kafka of its own; each judged from the outside, a failure
 ## shrunk to its shortest sequence and printed with its seed. EXPLORE_SEED=S replays one
 ## seed. About 30-60 s a sequence on a loaded 2-core machine. `make explore-ci`: the CI case
-## (tests/broker/test_explorer.py: three seeds from the date, about 4 minutes).
+## (tests/broker/test_explorer.py: up to five seeds from the date, about 4 minutes).
 SEEDS ?= 50
 FIRST_SEED ?= 1
 explore: kafka-jars

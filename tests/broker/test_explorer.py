@@ -4,7 +4,7 @@ outside after every sequence, Kafka's own tools over all of them at the end.
 
 The seeds rotate: by default they come from today's date (printed), so each day's CI run
 explores new sequences and a failure replays the same day or with ``EXPLORE_SEED=S[,S...]``.
-``EXPLORE_SEEDS`` (default 3) seeds are started while ``EXPLORE_BUDGET_S`` (default 150 s)
+``EXPLORE_SEEDS`` (default 5) seeds are started while ``EXPLORE_BUDGET_S`` (default 120 s)
 lasts; a failure is shrunk for at most ``EXPLORE_SHRINK_S`` (default 120 s) and printed
 with its seed. ``make explore`` runs many seeds.
 """
@@ -38,7 +38,7 @@ def _seeds() -> list[int]:
     if given:
         return [int(s) for s in given.split(",")]
     first = int(datetime.date.today().strftime("%Y%m%d")) * 100
-    return list(range(first, first + int(os.environ.get("EXPLORE_SEEDS", "3"))))
+    return list(range(first, first + int(os.environ.get("EXPLORE_SEEDS", "5"))))
 
 
 def test_explored_sequences_hold(own_kafka: KafkaCluster, tmp_path: Path,
@@ -59,7 +59,7 @@ def test_explored_sequences_hold(own_kafka: KafkaCluster, tmp_path: Path,
                         max_length=int(os.environ.get("EXPLORE_MAX_LENGTH", "8")), log=log)
     findings = explorer.explore(
         seeds, shrink_budget_s=float(os.environ.get("EXPLORE_SHRINK_S", "120")),
-        deadline_s=float(os.environ.get("EXPLORE_BUDGET_S", "150")), stop_at_first=True)
+        deadline_s=float(os.environ.get("EXPLORE_BUDGET_S", "120")), stop_at_first=True)
     assert not findings, "\n".join(
         f"seed {seed} (EXPLORE_SEED={seed}): minimal failing sequence: "
         f"{format_sequence(shrunk.actions)} -> {'; '.join(shrunk.problems)}"

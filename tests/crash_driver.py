@@ -20,6 +20,8 @@ Scenarios (which step each arms; batch 0 always runs cleanly first):
 - ``abort``: batch 1's commit raises before its decision; Spark's ``abort`` is armed;
 - ``lost``: batch 1 is decided, then a zombie fences task 1's transaction before its
   EndTxn; armed from that commit on (recovered there, or at the restart that follows).
+- ``lost_big``: ``lost`` with batches of 3 records and at most 4 records a recovery
+  transaction: the copy takes two recovery transactions (``recover.after_part``).
 """
 
 from __future__ import annotations
@@ -50,7 +52,11 @@ TASKS = 2
 ROWS = 10
 #: Rows each batch reads from the (imaginary) input: its end offset is (batch + 1) * this.
 INPUT_PER_BATCH = TASKS * ROWS
-SCENARIOS = ("commit", "restart", "abort", "lost", "claim")
+SCENARIOS = ("commit", "restart", "abort", "lost", "lost_big", "claim")
+#: ``lost_big``: task 1's rows in batches of 3 over both partitions, copied in recovery
+#: transactions of at most 4 records (eos_kafka_source/sink/driver/copy_stream.py).
+BIG_BATCH_RECORDS = 3
+BIG_LIMITS = "txn_records=4"
 #: ``EOSKAFKA_SWEEP=full`` (``make sweep``): the whole matrix, and the Spark driver killed at
 #: every commit step (tests/spark/test_sink_recovery.py); otherwise CI's fast half.
 FULL_SWEEP = os.environ.get("EOSKAFKA_SWEEP") == "full"
@@ -83,6 +89,8 @@ class Query:
     keyed: bool = False
     #: Whatever Spark's hooks raised, in order (the restart's refusals are checked from it).
     errors: list[BaseException] = field(default_factory=list)
+    #: ``producer.batchRecords`` (None: the default).
+    batch_records: int | None = None
 
     def __post_init__(self) -> None:
         self.checkpoint = Path(self.checkpoint)
@@ -94,6 +102,8 @@ class Query:
 
     def options(self) -> dict[str, str]:
         topic = {} if self.topic_column else {"topic": self.topic}
+        if self.batch_records is not None:
+            topic["producer.batchRecords"] = str(self.batch_records)
         return {"kafka.bootstrap.servers": self.bootstrap, **topic,
                 "checkpointLocation": str(self.checkpoint),
                 "transactionalIdPrefix": self.prefix}
@@ -220,7 +230,11 @@ def crash(query: Query, scenario: str, fault: str, gate: Path) -> None:
         except faults.InjectedFault:
             arm(fault)
             writer.abort(handoffs, 1)
-    elif scenario == "lost":
+    elif scenario in ("lost", "lost_big"):
+        if scenario == "lost_big":
+            from eos_kafka_source.sink.driver.copy_stream import LIMITS_ENV
+
+            os.environ[LIMITS_ENV] = BIG_LIMITS
         lose_task_1(query, 1, gate, fault)
         query.run_batch(1, "q", new_run=True)  # the restart that finds the loss
     else:
@@ -311,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         print(report(args.results, args.out))
         return 0
     query = Query(args.bootstrap, args.topic, args.prefix, Path(args.checkpoint), args.lineage,
-                  topic_column=args.scenario == "claim")
+                  topic_column=args.scenario == "claim",
+                  batch_records=BIG_BATCH_RECORDS if args.scenario == "lost_big" else None)
     crash(query, args.scenario, args.fault, Path(args.gate))
     print(f"crash_driver: {args.fault} never fired in scenario {args.scenario}", flush=True)
     return 3

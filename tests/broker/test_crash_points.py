@@ -61,6 +61,7 @@ SCENARIO = {
     "commit.cleanup": "commit",
     "recover.after_write": "lost",
     "recover.after_record": "lost",
+    "recover.after_part": "lost_big",
     "recover.before_done": "lost",
     "endtxn.abort.answered": "abort",
     "abort.after_mark": "abort",
@@ -72,9 +73,12 @@ EXTRA = [
     ("store.write", "commit", "kill#2"),
     ("commit.before_endtxn", "lost", "kill"),
     ("endtxn.commit.answered", "lost", "kill"),
+    ("recover.after_write", "lost_big", "kill#2"),  # the second recovery transaction's
+    ("recover.after_record", "lost_big", "kill#2"),
 ]
 #: Cells whose batch 1 is decided when the driver dies (a rewound checkpoint is then refused).
-DECIDED = {p for p, s in SCENARIO.items() if s == "lost"} | {
+LOST = ("lost", "lost_big")
+DECIDED = {p for p, s in SCENARIO.items() if s in LOST} | {
     "commit.after_decision", "commit.before_endtxn", "commit.between_endtxn",
     "endtxn.commit.answered", "commit.before_done", "commit.after_done", "commit.cleanup"}
 ACTIONS = ("none", "kafka_abort", "fence", "rewind", "prefix", "store_fail")
@@ -118,7 +122,7 @@ def _cells() -> list[pytest.param]:
 
 
 def _decided(cell: Cell) -> bool:
-    return cell.point in DECIDED or cell.scenario == "lost" or (
+    return cell.point in DECIDED or cell.scenario in LOST or (
         cell.point == "store.write" and cell.kill != "kill")
 
 

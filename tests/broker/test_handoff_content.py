@@ -14,8 +14,10 @@ import pyarrow as pa
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
 from eos_kafka_source.sink.driver.committer import finish
+from eos_kafka_source.sink.driver.copy_stream import CopyLimits, write_part
 from eos_kafka_source.sink.driver.fencing import fence
-from eos_kafka_source.sink.driver.log_copy import read_lost, write_copy
+from eos_kafka_source.sink.driver.log_copy import read_lost
+from eos_kafka_source.sink.driver.txn_log import read_transaction
 from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
@@ -96,20 +98,23 @@ def test_recovery_copies_an_aborted_transaction_exactly(bootstrap: str, unique: 
         fence(wire, [lost.transactional_id], 60000)  # aborted; its records stay in the log
         plan = read_lost(wire, [lost], deadline_s=30)
         assert plan.unrecoverable == []
-        assert sorted((t, p, c) for _, t, p, c in plan.copied) == [(unique, 0, 20),
-                                                                  (unique, 1, 20)]
+        assert sorted((s.topic, s.partition, s.records) for s in plan.segments) == [
+            (unique, 0, 20), (unique, 1, 20)]
+        copy, copied, left = write_part(wire, h.ids, plan.segments, limits=CopyLimits(),
+                                        timeout_ms=60000, deadline_s=30, lineage="q",
+                                        batch_id=0)
+        assert copied == plan.segments and left == []
+        assert copy.transactional_id == f"{unique}-recovery"
+        assert h.ids.task_of(copy.transactional_id) is None
         wanted = sorted((i % 2, stamp + i, batch.column("key")[i].as_py(),
                          batch.column("value")[i].as_py(),
                          tuple((x["key"], x["value"]) for x in batch.column("headers")[i].as_py()))
                         for i in range(n))
-        got = sorted((r.partition, r.timestamp_ms, r.key, r.value, r.headers)
-                     for r in plan.records)
-        assert got == wanted
-        copy = write_copy(wire, h.ids, plan, [lost], timeout_ms=60000, lineage="q",
-                          batch_id=0)
-        assert copy.transactional_id == f"{unique}-recovery"
-        assert h.ids.task_of(copy.transactional_id) is None
         assert finish(wire, [copy], commit=True).ok
+        written = read_transaction(wire, copy, records=True)  # the copy, read back
+        got = sorted((r.partition, r.timestamp_ms, r.key, r.value, r.headers)
+                     for p in written.partitions for r in p.records)
+        assert got == wanted
     await_markers(bootstrap, unique)
     view = committed_view(bootstrap, unique)
     for partition in (0, 1):

@@ -26,7 +26,8 @@ ALLOWED = [
     (S.LOST, E.UNRECOVERABLE, S.DONE),
     (S.LOST, E.UNKNOWN, S.LOST),  # the log could not be read: not a final loss (finding 6)
     (S.RECOVERING, E.RECOVERY_COMMITTED, S.DONE),
-    (S.RECOVERING, E.RECOVERY_LOST, S.LOST),  # copied again from the original ones
+    (S.RECOVERING, E.RECOVERY_PARTIAL, S.RECOVERING),  # only the missing part, appended
+    (S.RECOVERING, E.RECOVERY_LOST, S.LOST),  # an older eoskafka's replay recovery
     (S.RECOVERING, E.UNKNOWN, S.RECOVERING),
     (S.DONE, E.REPLAYED, S.DONE),
     (S.DONE, E.PRUNED, S.VOID),
@@ -42,6 +43,9 @@ REFUSED = [
     (S.LOST, E.REPLAYED),  # a replay finishes the recovery first, then aborts its own work
     (S.RECOVERING, E.REPLAYED),
     (S.RECOVERING, E.UNRECOVERABLE),
+    (S.LOST, E.RECOVERY_PARTIAL),  # a copy goes on only once its first part is recorded
+    (S.DECIDED, E.RECOVERY_PARTIAL),
+    (S.DONE, E.RECOVERY_PARTIAL),
     (S.RECOVERING, E.PRUNED),
     (S.DONE, E.COPIED),  # nothing is copied for a finished batch
     (S.DECIDED, E.COPIED),  # only once the log shows the aborted transactions

@@ -57,7 +57,8 @@ class Decision:
     done_at: float | None = None
     #: Decided hand-offs the log shows aborted: a replay may rewrite them (LOST state).
     lost_handoffs: tuple[TxnHandoff, ...] = ()
-    #: A replay's hand-offs chosen to replace the lost ones, recorded before their EndTxn.
+    #: The recovery transactions copying the lost records from the log, each recorded
+    #: before its EndTxn (an older eoskafka's: replay hand-offs replacing lost ones).
     recovery: tuple[TxnHandoff, ...] | None = None
     lineage: str = ""
     #: Random, written by :meth:`DecisionLog.decide`; only its holder may void the decision
@@ -215,9 +216,16 @@ class DecisionLog(PoolFiles):
             "lost_handoffs": [h.to_json() for h in lost_handoffs or []]})
 
     def record_recovery(self, batch_id: int, handoffs: list[TxnHandoff]) -> None:
-        """A replay's hand-offs that replace lost ones; durable before their first EndTxn."""
+        """A batch's first recovery transaction (copying lost ones from the log); durable
+        before its EndTxn, created only if absent."""
         self._create(self._name(batch_id, ".recovery"),
                      {"batch_id": batch_id, "handoffs": [h.to_json() for h in handoffs]})
+
+    def append_recovery(self, batch_id: int, handoffs: list[TxnHandoff]) -> None:
+        """The recovery's hand-offs so far, the new one last; durable before its EndTxn
+        (the file, created by :meth:`record_recovery`, is replaced whole)."""
+        self._write(self._name(batch_id, ".recovery"),
+                    {"batch_id": batch_id, "handoffs": [h.to_json() for h in handoffs]})
 
     def clear_recovery(self, batch_id: int) -> None:
         """Drop the recovery record, only if it belongs to the decision this driver holds."""

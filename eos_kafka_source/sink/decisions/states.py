@@ -12,8 +12,9 @@ file                        state       written by
 ``<batch>.json``            DECIDED     ``commit()``, before the first EndTxn (created only if
                                         absent: two drivers cannot both decide a batch)
 ``<batch>.recovery``        RECOVERING  whoever finds decided transactions aborted (``commit()``
-beside ``.json``                        or a roll-forward): the recovery transaction that
-                                        copies their records from the log, before its EndTxn
+beside ``.json``                        or a roll-forward): the recovery transactions that
+                                        copy their records from the log, each appended
+                                        before its EndTxn
 ``<batch>.done`` lost=[]    DONE        ``commit()`` / roll-forward, after the last EndTxn
 ``<batch>.done`` with       DONE        the same, when the log no longer held some aborted
 ``lost``                                records (retention, compaction): reported once, final
@@ -27,7 +28,9 @@ DECIDED covers "committing": EndTxns may be in flight or interrupted; only the l
 retried EndTxn answering NONE, confirmed by the log's markers after a crash) tells which
 committed. LOST lives in memory between reading that some decided transactions were aborted
 and recording their copy: a crash there leaves DECIDED, and the next run reads the same log
-again. Recovery copies from the log, never from a replay (docs/design.md, invariant 10):
+again. RECOVERING stays RECOVERING while its copy goes on (RECOVERY_PARTIAL): a partition
+a recovery transaction committed is never copied again, only what is still missing
+(invariant 16). Recovery copies from the log, never from a replay (invariant 10):
 a replay's own transactions for a decided batch are always aborted. Nothing but these
 transitions may change a decision; :func:`transition` refuses the rest, so a bug shows as an
 error naming the state and the event, not as a silently rewritten decision.
@@ -55,8 +58,12 @@ class Event(enum.Enum):
     UNKNOWN = "unknown"  # some outcome (or the log) still unknown: keep the state, fail
     COPIED = "copied"  # the aborted records, read from the log, written and recorded
     UNRECOVERABLE = "unrecoverable"  # nothing left to copy: what the log lost is final
-    RECOVERY_COMMITTED = "recovery committed"  # the recovery transaction committed
-    RECOVERY_LOST = "recovery lost"  # the recovery transaction was aborted: copy again
+    RECOVERY_COMMITTED = "recovery committed"  # every copied partition committed
+    #: Some of the copy is not committed yet (a bounded copy's next part, or partitions of
+    #: a recovery transaction that Kafka aborted): only that is written, in the next
+    #: recovery transaction, appended to the record before its EndTxn.
+    RECOVERY_PARTIAL = "recovery partial"
+    RECOVERY_LOST = "recovery lost"  # an older eoskafka's replay recovery fell short
     REPLAYED = "replayed"  # the batch ran again; its new transactions are aborted
     PRUNED = "pruned"  # an old finished decision removed
 
@@ -72,6 +79,7 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
     (State.LOST, Event.UNRECOVERABLE): State.DONE,
     (State.LOST, Event.UNKNOWN): State.LOST,  # the log could not be read now: retry later
     (State.RECOVERING, Event.RECOVERY_COMMITTED): State.DONE,
+    (State.RECOVERING, Event.RECOVERY_PARTIAL): State.RECOVERING,
     (State.RECOVERING, Event.RECOVERY_LOST): State.LOST,
     (State.RECOVERING, Event.UNKNOWN): State.RECOVERING,
     (State.DONE, Event.REPLAYED): State.DONE,

@@ -69,6 +69,9 @@ POINTS: tuple[CrashPoint, ...] = (
                "recovery transaction, still open and not yet recorded"),
     CrashPoint("recover.after_record", "prepare/commit",
                "the recovery transaction recorded in the decision; no EndTxn sent for it"),
+    CrashPoint("recover.after_part", "prepare/commit",
+               "a recovery transaction ended, part of the copy committed (a bounded copy, or "
+               "partitions Kafka aborted); the next part not yet written"),
     CrashPoint("recover.before_done", "prepare/commit",
                "the recovery transaction committed; the decision not yet marked done"),
     CrashPoint("endtxn.abort.answered", "abort",

@@ -1,13 +1,19 @@
-"""Copying from the log: a decided transaction that Kafka aborted, record for record.
+"""Copying from the log: what a decided transaction that Kafka aborted left there.
 
 A decided transaction that Kafka aborted (a fence, the driver down longer than
 ``kafka.transaction.timeout.ms``, an operator's ``kafka-transactions.sh abort``) still has
 its records in its output partitions, from its hand-off's first offset to its producer's
-ABORT marker. Recovery reads exactly those records (topic, partition, key, value, headers,
-timestamp) and writes them in one *recovery transaction* on the query's own
-``<prefix>-recovery`` id, whatever a replay of the batch writes (docs/design.md,
-invariant 10: a non-deterministic query, changed options or duplicate rows change
-nothing). The decision's side of it (recording, committing, reporting) is :mod:`.recovery`.
+ABORT marker. Recovery copies exactly those records (topic, partition, key, value, headers,
+timestamp) into *recovery transactions* on the query's own ``<prefix>-recovery`` id,
+whatever a replay of the batch writes (docs/design.md, invariant 10).
+
+The plan is a list of :class:`Segment` s: one lost transaction's records in one partition,
+``[start, end)`` of the log. A recovery transaction records which segments (or which
+leading part of one) it copies; what it copied into a partition is committed exactly when
+that partition of the recovery transaction holds a COMMIT marker. So a retried recovery
+copies only what no recovery transaction committed (invariant 16: idempotent per
+partition), and a copy cut into several transactions resumes where it stopped. Streaming
+the records is :mod:`.copy_stream`; the decision's side of it, :mod:`.recovery`.
 
 A partition is copied whole or not at all: when the log no longer holds every record the
 hand-off counted there (the log starts past its first offset: retention, DeleteRecords; or
@@ -18,24 +24,15 @@ Runs on: the driver (planning worker's roll-forward, commit and abort workers).
 
 from __future__ import annotations
 
-import logging
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
-
-import pyarrow as pa
 
 from ...acls import RECOVERY_SUFFIX
 from ...errors import TransactionOutcomeUnknownError
 from ...wire import KafkaWire
 from ..handoff import TxnHandoff
 from ..naming import TransactionalIdFactory
-from .txn_log import LogRecord, read_transaction
-
-log = logging.getLogger(__name__)
-
-_BATCH_RECORDS = 10_000
-_HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+from .txn_log import read_transaction
 
 
 def recovery_id(ids: TransactionalIdFactory) -> str:
@@ -50,21 +47,56 @@ def txn_key(h: TxnHandoff) -> str:
     return f"{h.transactional_id}/{h.producer_id}/{h.epoch}"
 
 
+@dataclass(frozen=True)
+class Segment:
+    """Records of one lost transaction (``key``) in one partition: those of its producer
+    in ``[start, end)`` of the log. ``records``: how many (-1: not counted, a remainder)."""
+
+    key: str
+    topic: str
+    partition: int
+    records: int
+    start: int
+    #: The lost transaction's ABORT marker (or, for a copied part, the offset after it).
+    end: int
+
+    @property
+    def producer_id(self) -> int:
+        return int(self.key.rsplit("/", 2)[1])
+
+    @property
+    def where(self) -> tuple[str, str, int]:
+        return self.key, self.topic, self.partition
+
+    def to_json(self) -> list[Any]:
+        return [self.key, self.topic, self.partition, self.records, self.start, self.end]
+
+    @classmethod
+    def from_json(cls, data: list[Any]) -> Segment:
+        """A recorded segment; one recorded before segments had offsets (4 fields) stands
+        for its whole partition (start 0, no end)."""
+        key, topic, partition, records, *span = data
+        start, end = span if span else (0, -1)
+        return cls(key, topic, int(partition), int(records), int(start), int(end))
+
+
 @dataclass
 class CopyPlan:
-    """What the log holds of some lost transactions: the records to copy, and the rest."""
+    """What the log holds of some lost transactions: the segments to copy, and the rest."""
 
-    records: list[LogRecord] = field(default_factory=list)
-    #: (transaction key, topic, partition, records) of each partition copied.
-    copied: list[tuple[str, str, int, int]] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
     #: Partitions the log no longer holds, described (lost for good).
     unrecoverable: list[str] = field(default_factory=list)
 
 
-def read_lost(wire: KafkaWire, lost: list[TxnHandoff], *, deadline_s: float) -> CopyPlan:
-    """The aborted partitions' records of ``lost`` transactions, checked against their
-    counts. Raises :class:`TransactionOutcomeUnknownError` when a log cannot be read now or
-    a partition has no marker yet: the caller keeps its decision and tries again later."""
+def read_lost(wire: KafkaWire, lost: list[TxnHandoff], *, deadline_s: float,
+              fetch_bytes: int = 8 << 20) -> CopyPlan:
+    """The aborted partitions of ``lost`` transactions, checked against their counts (batch
+    headers only: no record is held). Raises :class:`TransactionOutcomeUnknownError` when a
+    log cannot be read now or a partition has no marker yet: the caller keeps its decision
+    and tries again later."""
+    import time
+
     plan = CopyPlan()
     deadline = time.monotonic() + deadline_s
     for handoff in lost:
@@ -77,7 +109,7 @@ def read_lost(wire: KafkaWire, lost: list[TxnHandoff], *, deadline_s: float) -> 
                 "where they are in the log (written by an older eoskafka)"
                 for (t, p), n in sorted(counts.items())]
             continue
-        found = read_transaction(wire, handoff, records=True, strict=True,
+        found = read_transaction(wire, handoff, strict=True, fetch_bytes=fetch_bytes,
                                  deadline_s=max(deadline - time.monotonic(), 1.0))
         if found.pending:  # (a partition gone with its marker, the transaction over, is not)
             raise TransactionOutcomeUnknownError(
@@ -98,74 +130,76 @@ def read_lost(wire: KafkaWire, lost: list[TxnHandoff], *, deadline_s: float) -> 
                     f"{handoff.describe()}: {where}: {n} records: the log starts at offset "
                     f"{part.log_start}, past the transaction's first offset {part.first} "
                     "(retention or DeleteRecords removed them)")
-            elif len(part.records) != n:
+            elif part.count != n:
                 plan.unrecoverable.append(
                     f"{handoff.describe()}: {where}: {n} records: the log holds "
-                    f"{len(part.records)} of them (compaction removed aborted records?)")
+                    f"{part.count} of them (compaction removed aborted records?)")
             else:
-                plan.records += part.records
-                plan.copied.append((txn_key(handoff), part.topic, part.partition, n))
+                plan.segments.append(Segment(txn_key(handoff), part.topic, part.partition,
+                                             n, part.first, part.end))
     return plan
 
 
-def write_copy(wire: KafkaWire, ids: TransactionalIdFactory, plan: CopyPlan,
-               lost: list[TxnHandoff], *, timeout_ms: int, lineage: str,
-               batch_id: int) -> TxnHandoff:
-    """Write ``plan``'s records in a recovery transaction, left open for the driver's
-    decision; returns its hand-off, whose ``extra["recovery"]`` names what it copies, what
-    could not be copied and the lost hand-offs themselves (a recovery that is itself lost
-    starts again from them). InitProducerId on the recovery id first aborts whatever an
-    earlier, unrecorded recovery left open there."""
-    from ..task.writer import TaskWriter  # the codec: only when there is something to copy
+# -- what a recovery transaction's hand-off records (``extra["recovery"]``) ---------------------
 
-    writer = TaskWriter(wire, transactional_id=recovery_id(ids), topic=None,
-                        transaction_timeout_ms=timeout_ms, batch_records=_BATCH_RECORDS,
-                        context={"lineage": lineage, "batch_id": batch_id})
-    writer.open()
-    by_partition: dict[tuple[str, int], list[LogRecord]] = {}
-    for record in plan.records:
-        by_partition.setdefault((record.topic, record.partition), []).append(record)
-    for records in by_partition.values():
-        writer.write_batch(_arrow(records))
-    handoff = writer.handoff()
-    wrote = {(t, p): n for t, p, n in handoff.partitions}
-    wanted = {tp: len(rs) for tp, rs in by_partition.items()}
-    if wrote != wanted:  # the produce path must account for every record it was given
-        raise AssertionError(f"recovery wrote {wrote}, expected {wanted}")
-    extra: dict[str, Any] = {"recovery": {
-        "copied": [list(c) for c in plan.copied],
-        "unrecoverable": list(plan.unrecoverable),
-        "lost": [h.to_json() for h in lost]}}
-    return replace(handoff, extra=extra)
+
+def describe_copy(copied: list[Segment], plan: CopyPlan | None = None,
+                  lost: list[TxnHandoff] | None = None) -> dict[str, Any]:
+    """A recovery hand-off's ``extra``: the segments it copies; the first one of a batch's
+    recovery also carries the plan, what could not be copied and the lost hand-offs."""
+    info: dict[str, Any] = {"copied": [s.to_json() for s in copied]}
+    if plan is not None:
+        info["plan"] = [s.to_json() for s in plan.segments]
+        info["unrecoverable"] = list(plan.unrecoverable)
+    if lost is not None:
+        info["lost"] = [h.to_json() for h in lost]
+    return {"recovery": info}
 
 
 def lost_of(recovery: TxnHandoff) -> list[TxnHandoff] | None:
-    """The lost hand-offs a recovery transaction copies from (None: not written by
-    :func:`write_copy`, e.g. an older eoskafka's replay transaction)."""
+    """The lost hand-offs a recovery transaction copies from (None: not a copy from the log,
+    e.g. an older eoskafka's replay transaction; [] for a later part of a copy)."""
     info = recovery.extra.get("recovery")
     if info is None:
         return None
     return [TxnHandoff.from_json(h) for h in info.get("lost", ())]
 
 
+def plan_of(recovery: list[TxnHandoff]) -> CopyPlan | None:
+    """The plan a batch's recovery recorded (None: recorded before plans were)."""
+    for h in recovery:
+        info = h.extra.get("recovery") or {}
+        if "plan" in info:
+            return CopyPlan([Segment.from_json(s) for s in info["plan"]],
+                            list(info.get("unrecoverable", ())))
+    return None
+
+
 def unrecoverable_of(recovery: TxnHandoff) -> list[str]:
     return list((recovery.extra.get("recovery") or {}).get("unrecoverable", ()))
 
 
-def copied_of(recovery: TxnHandoff) -> list[tuple[str, str, int, int]]:
-    return [tuple(c) for c in (recovery.extra.get("recovery") or {}).get("copied", ())]
+def copied_of(recovery: TxnHandoff) -> list[Segment]:
+    return [Segment.from_json(c)
+            for c in (recovery.extra.get("recovery") or {}).get("copied", ())]
 
 
-def _arrow(records: list[LogRecord]) -> pa.RecordBatch:
-    """The columns TaskWriter takes (sink/task/columns.py), one row per record, in log order."""
-    columns: dict[str, pa.Array] = {
-        "topic": pa.array([r.topic for r in records], pa.string()),
-        "partition": pa.array([r.partition for r in records], pa.int32()),
-        "key": pa.array([r.key for r in records], pa.binary()),
-        "value": pa.array([r.value for r in records], pa.binary()),
-        "timestamp": pa.array([r.timestamp_ms for r in records], pa.timestamp("ms")),
-    }
-    if any(r.headers for r in records):
-        columns["headers"] = pa.array(
-            [[{"key": k, "value": v} for k, v in r.headers] for r in records], _HEADERS)
-    return pa.RecordBatch.from_pydict(columns)
+def missing(plan: list[Segment], committed: list[Segment]) -> list[Segment]:
+    """What of ``plan`` no committed copy holds: each segment less the committed ranges of
+    the same transaction and partition (a copy without an end stands for it whole)."""
+    done: dict[tuple[str, str, int], list[Segment]] = {}
+    for c in committed:
+        done.setdefault(c.where, []).append(c)
+    out: list[Segment] = []
+    for seg in plan:
+        pieces = [(seg.start, seg.end)]
+        for c in done.get(seg.where, ()):
+            if c.end < 0:
+                pieces = []
+                break
+            pieces = [(a, b) for lo, hi in pieces
+                      for a, b in ((lo, min(hi, c.start)), (max(lo, c.end), hi)) if a < b]
+        whole = pieces == [(seg.start, seg.end)]
+        out += [Segment(seg.key, seg.topic, seg.partition, seg.records if whole else -1, a, b)
+                for a, b in pieces]
+    return out

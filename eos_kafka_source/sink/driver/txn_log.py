@@ -80,6 +80,10 @@ class PartitionInLog:
     gone: bool = False
     #: The producer's records from ``first`` to its marker (when asked for).
     records: tuple[LogRecord, ...] = ()
+    #: The marker's offset (-1: none yet), and how many records the producer's batches
+    #: from ``first`` to it hold (their headers': what a copy must find there).
+    end: int = -1
+    count: int = 0
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,7 @@ class TxnInLog:
 
 def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = False,
                      deadline_s: float = 30.0, wait: bool = True,
-                     strict: bool = False) -> TxnInLog:
+                     strict: bool = False, fetch_bytes: int = 8 << 20) -> TxnInLog:
     """The outcome (and with ``records``, the records) of ``handoff``'s transaction.
 
     Waits (``wait``) up to ``deadline_s`` for markers still being written. A partition that
@@ -109,7 +113,8 @@ def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = Fa
     :class:`TransactionOutcomeUnknownError` (recovery must never take a failed read for an
     empty one: finding 6 of issue 22). Hand-offs that do not say where their records are
     (an older eoskafka) are UNKNOWN too; partitions whose records and marker were deleted
-    are GONE once the transaction is over there: the caller decides what that means."""
+    are GONE once the transaction is over there: the caller decides what that means.
+    ``fetch_bytes`` bounds each Fetch (recovery's memory bound)."""
     if not handoff.open:
         return TxnInLog(LogOutcome.COMMITTED, "no transaction: nothing to end")
     firsts = {(t, p): o for t, p, o in handoff.first_offsets}
@@ -122,7 +127,7 @@ def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = Fa
     check_at = time.monotonic() + _HANGING_CHECK_S[0]
     while True:
         try:
-            found = _scan(wire, handoff, firsts, records, deadline)
+            found = _scan(wire, handoff, firsts, records, deadline, fetch_bytes)
         except NotAuthorizedError:
             raise  # a missing READ ACL on the output topic is named, not retried (docs/acls.md)
         except EosKafkaError as exc:
@@ -143,7 +148,7 @@ def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = Fa
 
 
 def _scan(wire: KafkaWire, handoff: TxnHandoff, firsts: dict[tuple[str, int], int],
-          want_records: bool, deadline: float) -> TxnInLog:
+          want_records: bool, deadline: float, fetch_bytes: int) -> TxnInLog:
     topics = sorted({t for t, _ in firsts})
     info = fresh_leaders(wire, topics, deadline=max(deadline - time.monotonic(), 1.0))
     leaders = {tp: info[tp[0]].leaders[tp[1]] for tp in firsts}
@@ -158,21 +163,25 @@ def _scan(wire: KafkaWire, handoff: TxnHandoff, firsts: dict[tuple[str, int], in
         marker: bool | None = None
         mine = not deleted
         found: list[LogRecord] = []
+        end, count = -1, 0
         cursor = LogCursor(wire, leaders[tp], tp, max(first, b.log_start), b.high_watermark,
-                           read_ahead=False, deadline_s=max(deadline - time.monotonic(), 1.0))
+                           read_ahead=False, max_bytes=fetch_bytes,
+                           deadline_s=max(deadline - time.monotonic(), 1.0))
         for header, view in cursor:
             if header.producer_id != handoff.producer_id:
                 continue
             if header.is_control:
                 marker = control_is_commit(view) if mine else None
+                end = header.base_offset if mine else -1
                 break
             mine = mine or header.producer_epoch == handoff.epoch
+            count += header.record_count
             if want_records and not deleted:
                 fault_point("recover.during_read")  # a test drops the connection here
                 found += _records(tp, first, view)
         gone = deleted and marker is None and _over(wire, handoff, tp, b)
         parts.append(PartitionInLog(tp[0], tp[1], first, marker, deleted, b.log_start, gone,
-                                    tuple(found)))
+                                    tuple(found), end, count))
     return TxnInLog(*_outcome(parts), tuple(parts))
 
 

@@ -10,12 +10,14 @@ only (DeleteRecords, fencing); TaskWriter plays the tasks and DriverProtocol the
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
 
 from eos_kafka_source.errors import TransactionLostError
 from eos_kafka_source.sink.decisions.states import State
+from eos_kafka_source.sink.driver.committer import finish
 from eos_kafka_source.sink.driver.fencing import fence
 from eos_kafka_source.sink.handoff import TxnHandoff
 from tests.kafka_helpers import write_plain
@@ -86,3 +88,85 @@ def test_a_decided_batch_whose_records_and_markers_were_deleted_is_lost_once(
     again.driver.commit(0, [again.task(p, vals(f"b0t{p}")) for p in range(2)], tasks=2)
     again.driver.commit(1, [again.task(p, vals(f"b1t{p}")) for p in range(2)], tasks=2)
     assert_once_on_kafka(again, Counter(later + vals("b1t0") + vals("b1t1")))
+
+
+def _keyed(h: Harness, tag: str, n: int = 30) -> TxnHandoff:
+    """Task 0's transaction of ``n`` keyed rows (a compacted topic refuses null keys)."""
+    import pyarrow as pa
+
+    with h.wire() as wire:
+        writer = h.open_task(wire, 0)
+        writer.write_batch(pa.RecordBatch.from_pydict(
+            {"key": [f"k-{v.decode()}".encode() for v in vals(tag, n)], "value": vals(tag, n)}))
+        return writer.handoff()
+
+
+def _left_of(bootstrap: str, topic: str, producer_id: int, below: int) -> tuple[int, int]:
+    """Batches (records or markers) of ``producer_id`` below offset ``below`` still in
+    partition 0, read raw from the log start, and the log start."""
+    from kafka.record import MemoryRecords
+
+    from eos_kafka_source import wire as kwire
+    from tests.kafka_helpers import wire_for
+
+    tp = (topic, 0)
+    with wire_for(bootstrap) as w:
+        leader = kwire.fetch_metadata(w, [topic])[topic].leaders[0]
+        b = kwire.fetch_bounds(w, {tp: leader})[tp]
+        position, found = b.log_start, 0
+        while position < b.high_watermark:
+            chunk = kwire.fetch(w, leader, {tp: position}, max_bytes=1 << 20)[tp]
+            batches = [x for x in MemoryRecords(chunk.records) if x.next_offset > position]
+            assert batches, f"no batch at {position} below the high watermark"
+            found += sum(x.producer_id == producer_id and x.base_offset < below
+                         for x in batches)
+            position = batches[-1].next_offset
+    return found, b.log_start
+
+
+def test_a_decided_transaction_compacted_away_with_its_marker_is_lost_once(
+        bootstrap: str, unique: str, tmp_path, faults) -> None:  # noqa: ANN001
+    """Compaction removes an aborted transaction's records, then its marker once the
+    producer wrote again (Kafka keeps a producer's last batch); the log start does not move.
+    Here the id's next transaction (same producer id, a higher epoch) committed after the
+    fence. Before the fix, on Kafka 4.4: the scan took that later transaction's COMMIT
+    marker for the lost one's: batch 0 was marked done, no loss reported (pytest: DID NOT
+    RAISE TransactionLostError), its 30 rows silently gone. Now: a later epoch's data (or
+    COMMIT) before any marker shows ours over and removed: LOST once, the query goes on."""
+    from tests.kafka_helpers import create_topic
+
+    create_topic(bootstrap, unique, 1, config={
+        "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
+        "delete.retention.ms": "0", "min.compaction.lag.ms": "0"})
+    sink = Harness(bootstrap, unique, unique, tmp_path / "ckpt")
+    sink.driver.prepare(new_run=True)
+    handoff = _keyed(sink, "b0t0")
+    _crash_at(sink, "commit.after_decision", [handoff], faults)
+    with sink.wire() as wire:
+        fence(wire, [sink.ids.for_task(0)], sink.timeout_ms)
+    zombie = _keyed(sink, "zombie", 5)  # the id's next transaction: same producer id
+    assert zombie.producer_id == handoff.producer_id and zombie.epoch > handoff.epoch
+    with sink.wire() as wire:
+        assert finish(wire, [zombie], commit=True).ok
+    plain: list[bytes] = []
+    deadline = time.monotonic() + 120
+    while True:  # new segments keep the cleaner working until nothing of it is left
+        left, log_start = _left_of(bootstrap, unique, handoff.producer_id,
+                                   zombie.first_offsets[0][2])
+        if not left:
+            break
+        assert time.monotonic() < deadline, "the cleaner never removed the transaction"
+        value = f"plain-{len(plain)}".encode()
+        write_plain(bootstrap, unique, [value], partition=0, keys=[b"p-" + value])
+        plain.append(value)
+    assert log_start <= handoff.first_offsets[0][2]  # compacted, not deleted
+    restarted = _restart(sink)
+    with pytest.raises(TransactionLostError) as err:
+        restarted.driver.prepare(new_run=True)
+    message = str(err.value)
+    assert "committed or lost" in message and f"{unique}-0: 30 records" in message, message
+    again = _restart(sink)
+    again.driver.prepare(new_run=True)
+    again.driver.commit(0, [_keyed(again, "b0t0")], tasks=1)
+    again.driver.commit(1, [_keyed(again, "b1t0")], tasks=1)
+    assert_once_on_kafka(again, Counter(plain + vals("zombie", 5) + vals("b1t0")))

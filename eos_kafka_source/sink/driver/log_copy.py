@@ -122,9 +122,9 @@ def read_lost(wire: KafkaWire, lost: list[TxnHandoff], *, deadline_s: float,
             if part.gone:
                 plan.unrecoverable.append(
                     f"{handoff.describe()}: {where}: {n} records: committed or lost, the log "
-                    f"no longer tells: it starts at offset {part.log_start}, past the "
-                    f"transaction's first offset {part.first}, and holds no marker of it "
-                    "(retention, DeleteRecords or compaction removed records and marker)")
+                    "no longer tells: it holds neither the records from the transaction's "
+                    f"first offset {part.first} nor its marker (log start {part.log_start}; "
+                    "retention, DeleteRecords or compaction removed them)")
             elif part.deleted:
                 plan.unrecoverable.append(
                     f"{handoff.describe()}: {where}: {n} records: the log starts at offset "

@@ -162,6 +162,7 @@ def _scan(wire: KafkaWire, handoff: TxnHandoff, firsts: dict[tuple[str, int], in
         deleted = b.log_start > first
         marker: bool | None = None
         mine = not deleted
+        later = False  # a later transaction of the producer is here: ours ended before it
         found: list[LogRecord] = []
         end, count = -1, 0
         cursor = LogCursor(wire, leaders[tp], tp, max(first, b.log_start), b.high_watermark,
@@ -171,28 +172,44 @@ def _scan(wire: KafkaWire, handoff: TxnHandoff, firsts: dict[tuple[str, int], in
             if header.producer_id != handoff.producer_id:
                 continue
             if header.is_control:
-                marker = control_is_commit(view) if mine else None
-                end = header.base_offset if mine else -1
+                commit = control_is_commit(view)
+                # A commit never bumps the epoch: a COMMIT of a higher one is a later
+                # transaction's, ours removed by compaction (an abort Kafka starts may).
+                later = commit and header.producer_epoch > handoff.epoch
+                marker = commit if mine and not later else None
+                end = header.base_offset if marker is not None else -1
+                break
+            if header.producer_epoch > handoff.epoch:
+                later = True  # its data before any marker: ours was compacted away
                 break
             mine = mine or header.producer_epoch == handoff.epoch
             count += header.record_count
             if want_records and not deleted:
                 fault_point("recover.during_read")  # a test drops the connection here
                 found += _records(tp, first, view)
-        gone = deleted and marker is None and _over(wire, handoff, tp, b)
+        gone = marker is None and (later or _over(wire, handoff, tp, b, first))
         parts.append(PartitionInLog(tp[0], tp[1], first, marker, deleted, b.log_start, gone,
                                     tuple(found), end, count))
     return TxnInLog(*_outcome(parts), tuple(parts))
 
 
-def _over(wire: KafkaWire, handoff: TxnHandoff, tp: tuple[str, int], b: Bounds) -> bool:
-    """Whether a transaction whose records and marker were deleted from ``tp`` can no longer
-    be open there. Kafka keeps an open transaction's LSO at its first offset, raised to the
-    log start when records before it are deleted, so an LSO past the log start proves it
-    over; an LSO at the log start (an empty log, or another open transaction) does not, and
-    the coordinator is asked. Never taken for over when neither can say."""
-    if b.last_stable > b.log_start:
+def _over(wire: KafkaWire, handoff: TxnHandoff, tp: tuple[str, int], b: Bounds,
+          first: int) -> bool:
+    """Whether a transaction with no marker left in ``tp`` can no longer be open there: its
+    records and marker were removed. Never taken for over when that cannot be shown.
+
+    Deleted from the start (the log starts past ``first``): Kafka keeps an open
+    transaction's LSO at its first offset, raised to the log start when records before it
+    are deleted, so an LSO past the log start proves it over; an LSO at the log start (an
+    empty log, or another open transaction) does not, and the coordinator is asked.
+    Otherwise (compaction removed aborted records, then the marker): an LSO past ``first``
+    means its marker was written below the high watermark, yet the scan found none; the
+    coordinator must agree too (a broker whose LSO runs ahead of its log, as Tansu's can,
+    has no DescribeTransactions: never over)."""
+    if b.log_start > first and b.last_stable > b.log_start:
         return True
+    if b.log_start <= first and b.last_stable <= first:
+        return False  # no marker yet, and the transaction may well be open
     return coordinator_may_hold(wire, handoff.transactional_id, handoff.producer_id,
                                 tp) is False
 
@@ -209,7 +226,7 @@ def _outcome(parts: list[PartitionInLog]) -> tuple[LogOutcome, str]:
             "may still be open)" if deleted else "")
     if gone:
         return LogOutcome.GONE, (f"the transaction's records and marker in {', '.join(gone)} "
-                                 "were deleted (the log starts past its first offset) and it "
+                                 "were removed (retention, DeleteRecords or compaction) and it "
                                  "is over there: committed or lost, the log no longer tells")
     if markers == {True}:
         return LogOutcome.COMMITTED, "COMMIT markers in every partition"

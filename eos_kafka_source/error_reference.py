@@ -127,7 +127,9 @@ ENTRIES: tuple[Entry, ...] = (
           "be copied back from the log",
           "a fence or a zombie before the decision (nothing committed: the batch replays); "
           "after the decision, the log no longer holding aborted records (retention, "
-          "compaction); a half-committed batch write without `decisionLogLocation`",
+          "compaction), or a decided transaction's records and marker (committed or lost: "
+          "the log no longer tells); a half-committed batch write without "
+          "`decisionLogLocation`",
           "only when the message says LOST: the named partitions and counts",
           "read the message's first words against [the table](operations.md#eoskafka_"
           "transaction_lost); a final loss is recorded once and the query goes on"),

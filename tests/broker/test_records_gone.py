@@ -170,3 +170,37 @@ def test_a_decided_transaction_compacted_away_with_its_marker_is_lost_once(
     again.driver.commit(0, [_keyed(again, "b0t0")], tasks=1)
     again.driver.commit(1, [_keyed(again, "b1t0")], tasks=1)
     assert_once_on_kafka(again, Counter(plain + vals("zombie", 5) + vals("b1t0")))
+
+
+def test_an_open_transaction_whose_records_were_deleted_is_never_gone(sink: Harness) -> None:
+    """DeleteRecords may pass an open transaction's first offset (up to the high
+    watermark). Its partition then has no records and no marker, yet the transaction is
+    open: Kafka holds the LSO at the log start and its coordinator holds it Ongoing, so the
+    log reads "no marker yet", never gone. A guard, passed when written; with "an LSO past
+    the first offset proves it over" it failed on Kafka 4.4 (GONE: log start 30, LSO 30,
+    first offset 0)."""
+    from kafka import KafkaAdminClient
+    from kafka.structs import TopicPartition as KafkaTP
+
+    from eos_kafka_source.sink.driver.txn_log import LogOutcome, read_transaction
+    from eos_kafka_source.wire import fetch_bounds, fetch_metadata
+
+    handoff = sink.task(0, vals("open"))
+    topic, partition, first = handoff.first_offsets[0]
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=sink.bootstrap)
+        try:
+            admin.delete_records({KafkaTP(topic, partition): -1})
+        finally:
+            admin.close()
+        with sink.wire() as wire:
+            tp = (topic, partition)
+            leader = fetch_metadata(wire, [topic])[topic].leaders[partition]
+            b = fetch_bounds(wire, {tp: leader})[tp]
+            assert b.log_start > first and b.last_stable == b.log_start, b
+            found = read_transaction(wire, handoff, wait=False)
+            assert found.outcome is LogOutcome.UNKNOWN and found.pending, found.why
+            assert "may still be open" in found.why, found.why
+    finally:
+        with sink.wire() as wire:
+            assert finish(wire, [handoff], commit=False).ok  # never left open

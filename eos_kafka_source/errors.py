@@ -163,6 +163,21 @@ class DecisionStoreError(EosKafkaError):
     condition = "EOSKAFKA_DECISION_STORE_FAILED"
 
 
+class CheckpointElsewhereError(EosKafkaError):
+    """The decision log would not be where Spark's checkpoint is (docs/design.md invariant
+    15): a path without a scheme that Spark resolved on Hadoop's default filesystem, or a
+    prefix claim whose log is on another host's disk. Refused before anything is written."""
+
+    condition = "EOSKAFKA_DECISION_LOG_ELSEWHERE"
+
+
+class CheckpointUnreadableError(EosKafkaError):
+    """Spark's checkpoint files (``metadata``, ``offsets/N``) cannot be read, so a replay
+    cannot be told from another batch (invariant 13): refused, never guessed."""
+
+    condition = "EOSKAFKA_CHECKPOINT_UNREADABLE"
+
+
 class PreviousWriteCompletedError(EosKafkaError):
     """A batch write found an earlier write, interrupted after its commit decision, and
     finished it: the write the user is starting may be its rerun (said once)."""

@@ -6,6 +6,7 @@ failure tests (coordinator failover, transaction timeout).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter
@@ -76,6 +77,14 @@ class Harness:
     def aborted(self) -> Counter[bytes]:
         view = committed_view(self.bootstrap, self.topic)
         return Counter(v for pv in view.values() for v in pv.aborted_values)
+
+
+def spark_checkpoint(path: Path, query_id: str = "query-0") -> str:
+    """``path`` as Spark leaves a checkpoint before a batch's writer is planned: its
+    ``metadata`` names the query (the sink refuses a checkpoint it does not see there)."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "metadata").write_text(json.dumps({"id": query_id}) + "\n")
+    return str(path)
 
 
 def await_path(path: Path, timeout_s: float = 30) -> None:

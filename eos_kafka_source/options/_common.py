@@ -27,6 +27,8 @@ SOURCE_IGNORED = ("groupIdPrefix", "fetchOffset.numRetries", "fetchOffset.retryI
 SINK_OPTIONS = (
     "topic", "transactionalIdPrefix", "delivery.guarantee", "checkpointLocation",
     "decisionLogLocation", "producer.batchRecords",
+    # Spark passes a named query's name (DataStreamWriter.queryName) to its sink.
+    "queryName",
     # Spark users pass the source's includeHeaders to the sink too; as in Spark's sink, a
     # headers column is written whenever the input has one, so the option only validates.
     "includeHeaders",

@@ -115,6 +115,9 @@ SINK = (
     Opt("producer.batchRecords", "10000", "records per produce batch", "sink:linger_records"),
     Opt("includeHeaders", "`false`", "accepted as Spark's sink accepts it; a `headers` column "
         "is written whenever the input has one"),
+    Opt("queryName", "none", "Spark's own (`writeStream.queryName(...)`), passed to the sink; "
+        "with `spark.sql.streaming.checkpointLocation` instead of a `checkpointLocation` "
+        "option, Spark's checkpoint is `<that conf>/<queryName>`"),
 )
 
 def _kafka(side: str) -> tuple[Opt, ...]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 
 import pyarrow.fs as pafs
 
@@ -25,6 +26,8 @@ log = logging.getLogger(__name__)
 
 #: Hadoop's S3 connectors name the same objects pyarrow reads as s3://.
 _SCHEMES = {"s3a": "s3", "s3n": "s3"}
+#: A URI scheme (two characters at least: ``C:\\x`` is a Windows path).
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
 
 
 def query_id_at(checkpoint_location: str | None) -> str | None:
@@ -54,9 +57,20 @@ def task_lineage(context: object | None) -> str:
     return value or ""
 
 
+def has_scheme(location: str) -> bool:
+    """Whether ``location`` names its filesystem (``hdfs://nn/x``, and Hadoop's
+    ``dbfs:/x``, ``file:/x`` forms too): a path without one is resolved by Spark against
+    ``fs.defaultFS`` and by pyarrow on the local disk (spark_checkpoint.py)."""
+    return _SCHEME.match(location) is not None
+
+
 def pyarrow_uri(location: str) -> str:
-    """A URI pyarrow's filesystems open (shared with the decision log)."""
-    scheme, sep, rest = location.partition("://")
-    if sep:
-        return f"{_SCHEMES.get(scheme, scheme)}://{rest}"
-    return "file://" + os.path.abspath(location)
+    """A URI pyarrow's filesystems open (shared with the decision log). Hadoop's one-slash
+    form (``file:/x``, ``dbfs:/x``) is the same as ``file:///x``: never a relative path."""
+    found = _SCHEME.match(location)
+    if found is None:
+        return "file://" + os.path.abspath(location)
+    scheme, rest = found.group(1), location[found.end():]
+    if not rest.startswith("//"):
+        rest = "//" + rest if rest.startswith("/") else rest
+    return f"{_SCHEMES.get(scheme.lower(), scheme)}:{rest}"

@@ -15,6 +15,7 @@ worker. The writer pickles only plain values (options, schema, prefix).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import uuid
@@ -38,6 +39,7 @@ from .handoff import TxnHandoff, handoffs_of
 from .lineage import query_id_at, task_lineage
 from .naming import TransactionalIdFactory, default_prefix, fingerprint
 from .recall import GROUP_COORDINATORS, reachable
+from .spark_checkpoint import CONF_KEY, conf_checkpoint, spark_query_id, task_conf_checkpoint
 from .task import columns
 from .timings import Phases
 
@@ -86,9 +88,10 @@ class _Writer:
             from ..errors import ConfigError
 
             raise ConfigError(
-                "the exactly-once sink needs a checkpointLocation (or decisionLogLocation) "
-                "for its decision log; set option('checkpointLocation', ...)"
-            )
+                "the exactly-once sink needs option('checkpointLocation', ...) for its "
+                "decision log (or option('decisionLogLocation', ...)); Spark passes a "
+                "checkpoint set only as spark.sql.streaming.checkpointLocation to no sink "
+                "before its tasks run")
         self.owner = fingerprint(location) if location else uuid.uuid4().hex[:16]
         self.prefix = self.sink.transactional_id_prefix or (
             default_prefix(location) if location else f"eoskafka-batch-{self.owner}"
@@ -115,7 +118,7 @@ class _Writer:
         """Driver hooks and tasks keep their connections between micro-batches (kept.py)."""
         return kept_wire(self.sink.client)
 
-    def _protocol(self) -> DriverProtocol:
+    def _protocol(self, spark_checkpoint: str | None = None) -> DriverProtocol:
         location = self.sink.checkpoint_location
         return DriverProtocol(
             TransactionalIdFactory(self.prefix),
@@ -131,7 +134,7 @@ class _Writer:
             claim_from_handoffs=self.streaming and self.sink.topic is None,
             lineage=self.lineage,
             streaming=self.streaming,
-            spark_checkpoint=self.spark_checkpoint,
+            spark_checkpoint=spark_checkpoint or self.spark_checkpoint,
             # Where abort marks (and a batch write's "committing" mark) live (claims.py).
             mark_topic=self.sink.topic if self.streaming else self.batch_write_topic,
         )
@@ -189,6 +192,10 @@ class _Writer:
             except BaseException:
                 _abort_own(wire, writer)
                 raise
+        if self.streaming and self.exactly_once and self.spark_checkpoint is None:
+            conf = task_conf_checkpoint(_spark_task_context())  # where Spark keeps it
+            if conf:
+                handoff = dataclasses.replace(handoff, extra={**handoff.extra, CONF_KEY: conf})
         timed.write(task=task, batch=context.get("batch_id"), records=handoff.records)
         log.info("eoskafka: task %s wrote %s", task, handoff.describe())
         return handoff
@@ -199,7 +206,11 @@ class _Writer:
         handoffs = handoffs_of(messages)
         if not self.exactly_once:
             return  # at-least-once: records were visible as soon as they were written
-        report = self._protocol().commit(batch_id, handoffs, tasks=len(messages))
+        checkpoint = None
+        if self.streaming and self.spark_checkpoint is None:  # given only as Spark's conf
+            lineage = self.lineage or next((h.lineage for h in handoffs if h.lineage), None)
+            checkpoint = conf_checkpoint(handoffs, _option(self.options, "queryName"), lineage)
+        report = self._protocol(checkpoint).commit(batch_id, handoffs, tasks=len(messages))
         log.info(
             "eoskafka: batch %s committed %d transactions, %d records, %d bytes in %.1f ms",
             batch_id, len(report.done), sum(h.records for h in report.done),
@@ -253,11 +264,15 @@ class _Writer:
 _DRAIN_S = 5.0
 
 
-def _task_context() -> dict[str, Any]:
-    """Where this task runs: partition, attempt, batch id and query id (TaskContext)."""
+def _spark_task_context() -> Any:
     from pyspark import TaskContext
 
-    ctx = TaskContext.get()
+    return TaskContext.get()
+
+
+def _task_context() -> dict[str, Any]:
+    """Where this task runs: partition, attempt, batch id and query id (TaskContext)."""
+    ctx = _spark_task_context()
     batch = ctx.getLocalProperty("streaming.sql.batchId") if ctx else None
     return {
         "task_partition": ctx.partitionId() if ctx else 0,
@@ -323,6 +338,10 @@ class EosKafkaStreamWriter(_Writer, *_STREAM_BASES):  # type: ignore[misc]
             self.preflight()                         # deleted later fails the tasks instead
             _CHECKED_IN_PROCESS.add(self.prefix)
         timed.mark("preflight")
+        if self.exactly_once and self.spark_checkpoint and self.lineage is None:
+            # Spark wrote <checkpoint>/metadata before this: not seeing it is refused by
+            # name (a path Spark resolved elsewhere, a scheme pyarrow lacks; invariant 15).
+            self.lineage = spark_query_id(self.spark_checkpoint)
         if self.exactly_once:
             run = (self.prefix, self.lineage or "")
             self._protocol().prepare(new_run=run not in _PREPARED_IN_PROCESS)

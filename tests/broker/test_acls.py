@@ -53,6 +53,7 @@ from tests.brokers import KAFKA_VERSION
 from tests.kafka_helpers import write_plain
 from tests.kafka_security import jaas, run_cli
 from tests.oracle import committed_view
+from tests.sink_harness import spark_checkpoint
 
 pytestmark = pytest.mark.kafka_only
 
@@ -187,7 +188,7 @@ def role_sink(k: AclKafka, user: str, tmp: Path) -> Any:
     task, another commits as Spark's commit worker."""
     options = {**k.options(user), "topic": f"{user}.out",
                "transactionalIdPrefix": f"{user}.p.{tmp.name}",
-               "checkpointLocation": str(tmp / "ckpt")}
+               "checkpointLocation": spark_checkpoint(tmp / "ckpt")}
     planner = EosKafkaDataSource(options).streamWriter(VALUE_SCHEMA, False)
     task = pickle.loads(pickle.dumps(planner))
     handoff = task.write(iter([pa.RecordBatch.from_pydict({"value": [b"a", b"b"]})]))

@@ -38,6 +38,7 @@ from tests.oauth_kafka import (
     OAuthKafka,
 )
 from tests.oidc_server import OidcServer
+from tests.sink_harness import spark_checkpoint
 
 pytestmark = pytest.mark.kafka_only
 
@@ -47,7 +48,7 @@ def _write_and_read(options: dict[str, str], topic: str, checkpoint: Path,
     """The sink's roles (driver prepare, pickled task, commit) then the source's (planning,
     pickled task), every one connecting through ``options``."""
     planner = EosKafkaDataSource({**options, "topic": topic,
-                                  "checkpointLocation": str(checkpoint)}
+                                  "checkpointLocation": spark_checkpoint(checkpoint)}
                                  ).streamWriter(VALUE_SCHEMA, False)
     handoff = pickle.loads(pickle.dumps(planner)).write(
         iter([pa.RecordBatch.from_pydict({"value": values})]))

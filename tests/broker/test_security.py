@@ -58,6 +58,7 @@ from tests.secure_front import (
     sasl_options,
     secured_broker,
 )
+from tests.sink_harness import spark_checkpoint
 
 #: Requests the plugin sends, by role: the sink's driver (before a batch: recovery and
 #: fencing; at commit), its tasks, the source's planning and its tasks.
@@ -123,7 +124,7 @@ def run_sink(options: dict[str, str], checkpoint: Path, values: list[bytes],
     """The streaming sink's three roles, in order, as Spark runs them (outside Spark):
     planning worker (recovery, fencing), a task (write, hand-off), commit worker."""
     seen: dict[str, Phase] = {}
-    opts = {**options, "checkpointLocation": str(checkpoint)}
+    opts = {**options, "checkpointLocation": spark_checkpoint(checkpoint)}
     next_role(front)
     planner = EosKafkaDataSource(opts).streamWriter(VALUE_SCHEMA, False)
     assert isinstance(planner, EosKafkaStreamWriter)

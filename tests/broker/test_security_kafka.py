@@ -44,6 +44,7 @@ from tests.kafka_security import (
     cli_args,
     run_cli,
 )
+from tests.sink_harness import spark_checkpoint
 
 pytestmark = pytest.mark.kafka_only
 
@@ -74,7 +75,7 @@ def run_sink(options: dict[str, str], checkpoint: Path, values: list[bytes]) -> 
     """The streaming sink's roles in order: the driver prepares (recovery, fencing), a
     pickled copy writes as a task, another commits as Spark's commit worker. Returns
     what was shown or stored on the way: the writer and the hand-off."""
-    planner = EosKafkaDataSource({**options, "checkpointLocation": str(checkpoint)}
+    planner = EosKafkaDataSource({**options, "checkpointLocation": spark_checkpoint(checkpoint)}
                                  ).streamWriter(VALUE_SCHEMA, False)
     assert isinstance(planner, EosKafkaStreamWriter)
     task = pickle.loads(pickle.dumps(planner))

@@ -37,6 +37,7 @@ from tests.sink_harness import (
     lose_task_1,
     vals,
 )
+from tests.unit.test_batch_identity import write_offsets
 
 SCHEMA = StructType([StructField("value", BinaryType())])
 
@@ -77,6 +78,7 @@ def test_a_replay_of_the_new_query_is_still_a_replay(
     wrote = _run(Harness(bootstrap, unique, unique, log, checkpoint=checkpoint,
                          lineage="query-A"), range(2), "A")
     new = Harness(bootstrap, unique, unique, log, checkpoint=checkpoint, lineage="query-B")
+    write_offsets(checkpoint, 0, {"in": {"0": 20}})  # Spark's offsets/0 of the new query
     wrote += _run(new, range(1), "B")
     new.driver.prepare(new_run=True)  # restarted: Spark re-runs batch 0 with new hand-offs
     new.driver.commit(0, [new.task(p, vals(f"Bb0t{p}", 10)) for p in range(2)], tasks=2)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eos_kafka_source.errors import ReplayMismatchError
+from eos_kafka_source.errors import CheckpointUnreadableError, ReplayMismatchError
 from eos_kafka_source.sink.decisions.log import Decision, DecisionLog
 from eos_kafka_source.sink.driver.batch_identity import (
     BatchIdentity,
@@ -41,27 +41,45 @@ def test_offsets_are_the_source_lines_metadata_is_not(tmp_path: Path) -> None:
     assert read_offsets(str(tmp_path), 0) == first  # other timestamps, conf, key order
 
 
-def test_unreadable_offsets_fall_back_to_the_record_count(tmp_path: Path) -> None:
+def test_offsets_not_written_are_unknown_not_guessed(tmp_path: Path) -> None:
     assert read_offsets(str(tmp_path), 3) is None  # no file
     assert read_offsets(None, 3) is None
-    assert read_offsets("dbfs:/mnt/ckpt", 3) is None  # a scheme pyarrow has no filesystem for
     assert parse_offsets("not an offsets file") is None
     assert identity_of(str(tmp_path), 3, [handoff(7), handoff(5)]) == BatchIdentity(None, 12)
 
 
-@pytest.mark.parametrize(("recorded", "now", "same"), [
-    (BatchIdentity(({"t": {"0": 100}},), 100), BatchIdentity(({"t": {"0": 100}},), 37), True),
-    (BatchIdentity(({"t": {"0": 100}},), 100), BatchIdentity(({"t": {"0": 200}},), 100), False),
-    (BatchIdentity(None, 100), BatchIdentity(None, 100), True),
-    (BatchIdentity(None, 100), BatchIdentity(None, 150), False),
-    (BatchIdentity(({"t": {"0": 100}},), 100), BatchIdentity(None, 150), False),
-    (None, BatchIdentity(({"t": {"0": 200}},), 5), True),  # decided before identities
-])
-def test_same_batch(recorded: BatchIdentity | None, now: BatchIdentity, same: bool) -> None:
-    """Equal offsets are a replay whatever the rows (a non-deterministic query); the
-    record count decides only where the offsets of either side are unknown."""
-    assert same_batch(recorded, now) is same
-    assert BatchIdentity.from_json(None if recorded is None else recorded.to_json()) == recorded
+def test_offsets_that_cannot_be_read_are_refused_by_name(tmp_path: Path) -> None:
+    """Issue 30 finding 4: where offsets/N could not be read (a scheme pyarrow lacks, a
+    store error), the batch was identified by its record count; now it fails by name."""
+    with pytest.raises(CheckpointUnreadableError, match="no filesystem for dbfs") as no_fs:
+        identity_of("dbfs:/mnt/ckpt", 3, [handoff(7)])
+    assert str(no_fs.value).startswith("[EOSKAFKA_CHECKPOINT_UNREADABLE]")
+    assert "s3://" in str(no_fs.value)  # what to give instead
+    (tmp_path / "offsets" / "3").mkdir(parents=True)  # a read error: not "no such file"
+    with pytest.raises(CheckpointUnreadableError, match="could not be read") as failed:
+        identity_of(str(tmp_path), 3, [handoff(7)])
+    assert "replays it" in str(failed.value)
+
+
+def test_an_equal_record_count_is_not_the_same_batch() -> None:
+    """The default read bound splits maxOffsetsPerTrigger over partitions by backlog: a
+    rewound batch re-planned as p0:7,500/p1:2,500 instead of 5,000/5,000 has the same total.
+    Before the fix it was aborted as a replay (success reported, part of p0 lost)."""
+    recorded = BatchIdentity(None, 10_000)  # decided where offsets/0 could not be read
+    previous = Decision(0, (handoff(10_000),), True, lineage="query-A",
+                        identity=recorded.to_json())
+    for now in (BatchIdentity(None, 10_000),
+                BatchIdentity(({"in": {"0": 7_500, "1": 2_500}},), 10_000)):
+        assert same_batch(recorded, now) is None
+        with pytest.raises(CheckpointUnreadableError, match="cannot tell") as refused:
+            refuse_other_batch(previous, now, "/ck")
+        assert "10000 then, 10000 now" in str(refused.value)
+        assert "startingOffsets" in str(refused.value)
+    known = BatchIdentity(({"in": {"0": 5_000, "1": 5_000}},), 10_000)
+    previous = Decision(0, (handoff(10_000),), True, lineage="query-A",
+                        identity=known.to_json())
+    with pytest.raises(CheckpointUnreadableError, match="/ck/offsets/0 is not there"):
+        refuse_other_batch(previous, BatchIdentity(None, 10_000), "/ck")
 
 
 def test_the_identity_round_trips_through_the_decision_log(tmp_path: Path) -> None:

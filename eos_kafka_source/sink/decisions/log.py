@@ -32,7 +32,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from ...errors import DecisionLogConflictError
+from ...errors import ConfigError, DecisionLogConflictError
 from ..handoff import TxnHandoff
 from .files import FORMAT, store_failed  # noqa: F401 - FORMAT re-exported
 from .pool import PoolFiles
@@ -94,7 +94,13 @@ class DecisionLog(PoolFiles):
 
     def __init__(self, location: str, lineage: str | None = None) -> None:
         self.location = location.rstrip("/") + "/eoskafka"
-        self.fs, self.root = pafs.FileSystem.from_uri(_as_uri(self.location))
+        try:
+            self.fs, self.root = pafs.FileSystem.from_uri(_as_uri(self.location))
+        except ValueError as exc:  # ArrowInvalid: a scheme pyarrow has no filesystem for
+            raise ConfigError(
+                f"the decision log cannot be kept at {self.location}: pyarrow has no "
+                f"filesystem for it ({exc}). Give decisionLogLocation (or checkpointLocation) "
+                "as a URI pyarrow writes: file://, s3://, gs://, abfs://, hdfs://.") from exc
         self.local = isinstance(self.fs, pafs.LocalFileSystem)
         try:
             self.fs.create_dir(f"{self.root}/decisions", recursive=True)

@@ -4,10 +4,12 @@ Deleting ``<checkpoint>/offsets/N`` and ``commits/N`` is a common way to reproce
 then plans batch N again over another range. A decision for N must not make that batch
 look like a replay (its new transactions aborted, success reported, its rows never
 written). So each decision records the batch's identity: the source offsets Spark wrote to
-``<checkpointLocation>/offsets/<N>`` before the batch ran, or, where that file cannot be
-read (a scheme pyarrow has no filesystem for), the batch's record count. A batch id that
-comes back with another identity is refused before anything is aborted; the same offsets
-with other rows (a non-deterministic query) are still a replay.
+``<checkpoint>/offsets/<N>`` before the batch ran. A batch id that comes back with other
+offsets is refused before anything is aborted; the same offsets with other rows (a
+non-deterministic query) are still a replay. Where the offsets cannot be read, on either
+side, the batch is refused too: an equal record count is not the same batch (the default
+read bound splits a cap over partitions by backlog, so a rewound batch can have the same
+total over other ranges). A store error reading them fails the batch, which Spark replays.
 
 The offsets file: line 1 the version (``v1``), line 2 the batch's metadata (timestamps and
 conf: not part of the identity), then one line per source, its offset JSON (``-`` for a
@@ -22,12 +24,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow.fs as pafs
-
-from ...errors import ReplayMismatchError
+from ...errors import CheckpointUnreadableError, ReplayMismatchError
 from ..decisions.log import Decision
 from ..handoff import TxnHandoff
-from ..lineage import pyarrow_uri
+from ..spark_checkpoint import read_text
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class BatchIdentity:
     #: One entry per source: its end offset as Spark planned it (parsed JSON, or the raw
     #: line); None when ``offsets/<N>`` could not be read.
     offsets: tuple[Any, ...] | None
-    #: Records the batch's tasks wrote (the identity where the offsets are unknown).
+    #: Records the batch's tasks wrote (shown in messages; never taken for the identity).
     records: int
 
     def to_json(self) -> dict[str, Any]:
@@ -66,21 +66,12 @@ def identity_of(checkpoint: str | None, batch_id: int,
 
 
 def read_offsets(checkpoint: str | None, batch_id: int) -> tuple[Any, ...] | None:
-    """The source offsets in ``<checkpoint>/offsets/<batch_id>``; None if unreadable."""
+    """The source offsets in ``<checkpoint>/offsets/<batch_id>``; None if there is no such
+    file. Raises :class:`CheckpointUnreadableError` where it cannot be read."""
     if not checkpoint:
         return None
-    uri = pyarrow_uri(f"{checkpoint.rstrip('/')}/offsets/{batch_id}")
-    try:
-        fs, path = pafs.FileSystem.from_uri(uri)
-        with fs.open_input_stream(path) as src:
-            text = src.read().decode("utf-8", "replace")
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:  # ArrowInvalid (a scheme pyarrow lacks): ValueError
-        log.info("eoskafka: cannot read %s (%s); batch %s is identified by its record count",
-                 uri, exc, batch_id)
-        return None
-    return parse_offsets(text)
+    text = read_text(checkpoint, f"offsets/{batch_id}")
+    return None if text is None else parse_offsets(text)
 
 
 def parse_offsets(text: str) -> tuple[Any, ...] | None:
@@ -98,31 +89,43 @@ def _parse(line: str) -> Any:
         return line.strip()  # "-": a source without an offset
 
 
-def same_batch(recorded: BatchIdentity | None, now: BatchIdentity) -> bool:
-    """Whether a batch id planned now is the batch its decision recorded.
-
-    Offsets decide where both are known: equal offsets are a replay whatever rows the
-    tasks wrote. Otherwise the record counts decide. A decision without an identity
-    (written before identities existed) is taken as the same batch, as before.
-    """
+def same_batch(recorded: BatchIdentity | None, now: BatchIdentity) -> bool | None:
+    """Whether a batch id planned now is the batch its decision recorded: equal offsets are
+    a replay whatever rows the tasks wrote. None where either side's offsets are unknown
+    (an equal record count proves nothing). A decision without an identity (written before
+    identities existed) is taken as the same batch, as before."""
     if recorded is None:
         return True
-    if recorded.offsets is not None and now.offsets is not None:
-        return recorded.offsets == now.offsets
-    return recorded.records == now.records
+    if recorded.offsets is None or now.offsets is None:
+        return None
+    return recorded.offsets == now.offsets
 
 
 def refuse_other_batch(previous: Decision, now: BatchIdentity,
                        checkpoint: str | None) -> None:
     """Raise :class:`ReplayMismatchError` when ``now`` is not the batch ``previous``
-    decided: before anything is aborted (a replay's new transactions would be)."""
+    decided, :class:`CheckpointUnreadableError` when that cannot be told: before anything
+    is aborted (a replay's new transactions would be)."""
     recorded = BatchIdentity.from_json(previous.identity)
-    if same_batch(recorded, now):
+    same = same_batch(recorded, now)
+    if same:
         return
     assert recorded is not None
     batch = previous.batch_id
     where = checkpoint or "the checkpoint"
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(previous.decided_at))
+    if same is None:
+        unknown = (f"{where}/offsets/{batch} is not there now" if now.offsets is None
+                   else f"its offsets were not recorded when it was decided ({when})")
+        raise CheckpointUnreadableError(
+            f"batch {batch} of query {previous.lineage or 'unknown'} was committed, and "
+            f"Spark runs batch {batch} again; eoskafka cannot tell whether it is the same "
+            f"batch (a replay: to be skipped) or a rewound one (to be written): {unknown}. "
+            f"An equal record count ({recorded.records} then, {now.records} now) is not the "
+            "same batch, so nothing of it is committed. To go on: give the query its "
+            "checkpointLocation as the URI Spark writes (its offsets/ files must be "
+            "readable here), or start the query on a new checkpointLocation with "
+            "startingOffsets where this one stopped.")
     raise ReplayMismatchError(
         f"batch {batch} of query {previous.lineage or 'unknown'} was committed (decided "
         f"{when}) as {recorded.describe()}; Spark now runs batch {batch} again as "

@@ -172,6 +172,23 @@ ENTRIES: tuple[Entry, ...] = (
           "a rewound checkpoint (`offsets/N` and `commits/N` deleted), a changed source",
           "no: refused before anything is aborted",
           "restore the checkpoint files the message names, or start a new checkpoint"),
+    Entry("EOSKAFKA_CHECKPOINT_UNREADABLE",
+          "Spark's checkpoint files (`metadata`, `offsets/N`) cannot be read, so a replayed "
+          "batch cannot be told from a rewound one",
+          "a scheme pyarrow has no filesystem for (`dbfs:`, `viewfs:`), the store's error, "
+          "`offsets/N` missing on a batch id already committed",
+          "no: refused before anything is committed or aborted",
+          "give `checkpointLocation` as a URI pyarrow reads (file://, s3://, gs://, abfs://, "
+          "hdfs://); a store error: restart once it answers"),
+    Entry("EOSKAFKA_DECISION_LOG_ELSEWHERE",
+          "the decision log would not be where Spark's checkpoint is",
+          "a `checkpointLocation` without a scheme that Spark resolved on `fs.defaultFS` "
+          "(`hdfs:` on YARN, `dbfs:` on Databricks); a prefix claim whose decision log is on "
+          "another host's local disk",
+          "no: refused before any task writes (without it, a replay after a lost driver "
+          "would be committed twice)",
+          "give `checkpointLocation` with its scheme, as Spark resolves it; run the driver "
+          "where the claim's decision log is"),
     Entry("EOSKAFKA_PREVIOUS_WRITE_COMPLETED",
           "a batch write found an earlier write's unfinished commit and finished it",
           "the earlier write's driver died, or its commit failed, after its decision",

@@ -98,10 +98,16 @@ SINK = (
         "a `topic` column", "sink:topic"),
     Opt("checkpointLocation", "", "Spark's own, required for streaming; the decision log "
         "lives in `<checkpointLocation>/eoskafka/`, through pyarrow's filesystems (tested: "
-        "local paths and `s3://`; `gs://`, `abfs://`, `hdfs://` go the same way, untested)"),
+        "local paths and `s3://`; `gs://`, `abfs://`, `hdfs://` go the same way, untested). "
+        "The sink reads Spark's `metadata` and `offsets/N` there: a path without a scheme "
+        "that Spark resolved on another `fs.defaultFS` (`hdfs:` on YARN) is refused "
+        "(`EOSKAFKA_DECISION_LOG_ELSEWHERE`), and so is a scheme pyarrow lacks (`dbfs:`, "
+        "`EOSKAFKA_CHECKPOINT_UNREADABLE`): give it with its scheme, as Spark resolves it. "
+        "Given only as `spark.sql.streaming.checkpointLocation`, the sink finds it from the "
+        "tasks at commit and needs `decisionLogLocation`"),
     Opt("decisionLogLocation", "none", "keep the decision log here instead; gives a batch write "
-        "a durable decision; needed where pyarrow cannot write the checkpoint's scheme "
-        "(`dbfs:/`; `s3a://` is read as `s3://`). Decisions are keyed by Spark's query id "
+        "a durable decision; a path without a scheme is the driver's local disk "
+        "(`s3a://` is read as `s3://`). Decisions are keyed by Spark's query id "
         "(from `<checkpointLocation>/metadata`), so a log kept across a checkpoint reset "
         "serves the new query; a log of another query's checkpoint is refused "
         "(`EOSKAFKA_DECISION_LOG_CONFLICT`)"),

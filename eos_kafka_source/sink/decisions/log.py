@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -140,7 +141,7 @@ class DecisionLog(PoolFiles):
             legacy = lineage if self._has_legacy() else None
             self._write("lineage.json", {"current": lineage, "checkpoint": checkpoint,
                                          "superseded": [], "legacy": legacy,
-                                         "since": time.time()})
+                                         "since": time.time(), "log": uuid.uuid4().hex})
             self._lineage, self._dir_cache = lineage, None
             return None
         current, owner = info.get("current", ""), info.get("checkpoint", "")
@@ -165,9 +166,19 @@ class DecisionLog(PoolFiles):
                 "undone: `eoskafka txns --checkpoint` shows them).")
         superseded = [*info.get("superseded", ()), current][-20:]
         self._write("lineage.json", {**info, "current": lineage, "superseded": superseded,
-                                     "since": time.time()})
+                                     "since": time.time(),
+                                     "log": info.get("log") or uuid.uuid4().hex})
         self._lineage, self._dir_cache = lineage, None
         return current
+
+    def log_id(self) -> str:
+        """This log's random id (``lineage.json``'s ``log``), "" before a query is bound: a
+        prefix claim names it, so a driver finding another log at the claimed place knows."""
+        info = self._read("lineage.json")
+        if info and not info.get("log"):  # a log bound by an older eoskafka: once
+            info["log"] = uuid.uuid4().hex
+            self._write("lineage.json", info)
+        return str((info or {}).get("log", ""))
 
     def _has_legacy(self) -> bool:
         return any(i.type == pafs.FileType.File for i in self._list("decisions"))

@@ -35,31 +35,35 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 from collections.abc import Sequence
 
 from ...acls import ABORTED_INFIX, CLAIM_SUFFIX
-from ...errors import IdPrefixClashError, NotAuthorizedError
+from ...errors import CheckpointElsewhereError, IdPrefixClashError, NotAuthorizedError
 from ...faults import fault_point
 from ...wire import KafkaWire
 from ...wire.groups import commit_offset, fetch_offset, fetch_offset_at
 from ..decisions.log import DecisionLog
 from ..handoff import TxnHandoff
+from ..lineage import pyarrow_uri
 from ..recall import GROUP_COORDINATORS, reachable
 
 _KEEP_REPLACED = 10  # replaced query ids remembered in the claim (metadata stays small)
 
 
 def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
-                 lineage: str | None = None) -> None:
-    """Register checkpoint ``owner`` (and query ``lineage``) for ``prefix``, or raise."""
+                 lineage: str | None = None, log: DecisionLog | None = None) -> None:
+    """Register checkpoint ``owner`` (and query ``lineage``, decision ``log``) for
+    ``prefix``, or raise."""
     group = held_by = claim_group(prefix)
     current = _fetch_kept(wire, group, topic)  # before every batch: one OffsetFetch
     token = _token(owner)
+    where = _log_place(log)
     if current is None:
         current = _legacy_claim(wire, prefix, topic)
         held_by = _legacy_group(prefix)
         if current is None:
-            commit_offset(wire, group, topic, 0, token, _metadata(owner, lineage, []))
+            commit_offset(wire, group, topic, 0, token, _metadata(owner, lineage, [], where))
             return
         if current[0] == token:  # our own claim under its old name: carry it over
             commit_offset(wire, group, topic, 0, token, current[1] or owner)
@@ -73,8 +77,13 @@ def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
             "ids would fence and abort each other's transactions. Give each query its own "
             f"prefix, or, if the other query is gone for good, delete consumer group {held_by!r}"
         )
+    _refuse_unseen_log(held, where, prefix, group)
     holder_query = held.get("q")
     if not lineage or not holder_query or holder_query == lineage:
+        if where and holder_query and any(held.get(k) != v for k, v in where.items()):
+            # The same query's log, seen from another host or place: the claim follows it.
+            commit_offset(wire, group, topic, 0, token,
+                          _metadata(owner, holder_query, list(held.get("r", ())), where))
         return  # the same query (or a broker that keeps no metadata: Tansu)
     replaced = list(held.get("r", ()))
     if lineage in replaced:
@@ -85,7 +94,7 @@ def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
             "This query stops so they cannot fence each other; give each deployment its own "
             "checkpointLocation or transactionalIdPrefix.")
     commit_offset(wire, group, topic, 0, token,
-                  _metadata(owner, lineage, [*replaced, holder_query][-_KEEP_REPLACED:]))
+                  _metadata(owner, lineage, [*replaced, holder_query][-_KEEP_REPLACED:], where))
 
 
 def _fetch_kept(wire: KafkaWire, group: str, topic: str) -> tuple[int, str | None] | None:
@@ -108,7 +117,7 @@ def claim_at_first_commit(wire: KafkaWire, decisions: DecisionLog, prefix: str, 
     topics = sorted({t for h in handoffs for t, _, _ in h.partitions})
     if pool.claim_topic or not topics:
         return
-    claim_prefix(wire, prefix, owner, topics[0], lineage=lineage)
+    claim_prefix(wire, prefix, owner, topics[0], lineage=lineage, log=decisions)
     fault_point("commit.after_claim")  # claimed, not yet remembered: the next commit claims
     pool.claim_topic = topics[0]
     decisions.save_pool(pool)
@@ -131,10 +140,42 @@ def _legacy_claim(wire: KafkaWire, prefix: str, topic: str) -> tuple[int, str | 
         return None
 
 
-def _metadata(owner: str, lineage: str | None, replaced: list[str]) -> str:
+def _metadata(owner: str, lineage: str | None, replaced: list[str],
+              where: dict[str, str] | None = None) -> str:
     if not lineage:
         return owner
-    return json.dumps({"c": owner, "q": lineage, "r": replaced}, separators=(",", ":"))
+    return json.dumps({"c": owner, "q": lineage, "r": replaced, **(where or {})},
+                      separators=(",", ":"))
+
+
+def _log_place(log: DecisionLog | None) -> dict[str, str]:
+    """Where the decision log is, for the claim: its URI; for a log on local disk, the host
+    and the log's id too (another host's driver cannot see it: invariant 15)."""
+    if log is None:
+        return {}
+    if not log.local:
+        return {"l": pyarrow_uri(log.location)}
+    log_id = log.log_id()
+    return {"l": pyarrow_uri(log.location), "h": socket.gethostname(),
+            **({"k": log_id} if log_id else {})}
+
+
+def _refuse_unseen_log(held: dict, where: dict[str, str], prefix: str, group: str) -> None:
+    """A claim whose decision log is on another host's local disk, while the log here is
+    another one (or none): starting fresh would commit every replayed batch again."""
+    theirs, mine = held.get("h"), where.get("h")
+    if not (theirs and mine and held.get("k") and where.get("k")):
+        return  # a shared store, a claim or a log from before logs were named, no log id
+    if theirs == mine or held["k"] == where["k"]:
+        return  # the same host (a reset deletes the log), or the same log seen from here
+    raise CheckpointElsewhereError(
+        f"transactionalIdPrefix {prefix!r} is claimed by query {held.get('q', 'unknown')}, "
+        f"whose decision log is {held.get('l')} on the local disk of host {theirs}; this "
+        f"driver runs on {mine} and finds another log at {where.get('l')} (a new one, or "
+        "none). Starting fresh would commit again every batch Spark replays (duplicates). "
+        "Run the driver where that log is, or keep the checkpoint (or decisionLogLocation) "
+        "on storage every driver host sees (hdfs://, s3://, ...); if that query is gone "
+        f"for good and none of its batches is undone, delete consumer group {group!r}.")
 
 
 def _parse(metadata: str | None) -> dict:

@@ -128,7 +128,8 @@ class DriverProtocol(Aborting):
             claim_topic = self._claim_topic()
             if claim_topic is not None:
                 claim_prefix(wire, self.ids.prefix, self.owner, claim_topic,
-                             lineage=self.lineage if self.streaming else None)
+                             lineage=self.lineage if self.streaming else None,
+                             log=self.decisions if self.streaming else None)
             timed.mark("claim")
             completed = []
             losses: list[str] = []

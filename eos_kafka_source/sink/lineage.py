@@ -7,8 +7,8 @@ is a new query whose batch ids never meet the old query's decisions.
 
 - Driver (planning and commit workers): :func:`query_id_at` reads the metadata file
   through pyarrow's filesystems (``s3a://`` is read as ``s3://``). Where it cannot be read
-  (a scheme pyarrow lacks) it returns None, and the commit takes the id from the
-  hand-offs instead.
+  it returns None: the planning worker then refuses by name (spark_checkpoint.py), the
+  commit takes the id from the hand-offs.
 - Executors: :func:`task_lineage` reads the ``sql.streaming.queryId`` local property.
 Runs on: the driver and executors.
 """

@@ -88,6 +88,22 @@ def elsewhere(location: str) -> str:
         "s3://bucket/path, or file:///path if the driver's local disk is meant).")
 
 
+def refuse_another_query(location: str, read: str | None,
+                         handoffs: Sequence[TxnHandoff]) -> None:
+    """Commit: the query id this driver read at ``location`` must be the one Spark's tasks
+    run; another one means a stale checkpoint here and Spark's elsewhere."""
+    running = {h.lineage for h in handoffs if h.lineage}
+    if not read or not running or running == {read}:
+        return
+    message = (f"{location.rstrip('/')}/metadata, as this driver reads it, names query "
+               f"{read}, but Spark's tasks run query {', '.join(sorted(running))}: Spark "
+               "keeps this query's checkpoint elsewhere.")
+    if not has_scheme(location):
+        raise CheckpointElsewhereError(f"{message} {elsewhere(location)}")
+    raise CheckpointUnreadableError(f"{message} Give checkpointLocation as the URI Spark "
+                                    "writes, readable from the driver.")
+
+
 def task_conf_checkpoint(context: object | None) -> str | None:
     """On an executor: ``spark.sql.streaming.checkpointLocation`` as the task sees it."""
     if context is None:

@@ -39,7 +39,13 @@ from .handoff import TxnHandoff, handoffs_of
 from .lineage import query_id_at, task_lineage
 from .naming import TransactionalIdFactory, default_prefix, fingerprint
 from .recall import GROUP_COORDINATORS, reachable
-from .spark_checkpoint import CONF_KEY, conf_checkpoint, spark_query_id, task_conf_checkpoint
+from .spark_checkpoint import (
+    CONF_KEY,
+    conf_checkpoint,
+    refuse_another_query,
+    spark_query_id,
+    task_conf_checkpoint,
+)
 from .task import columns
 from .timings import Phases
 
@@ -207,6 +213,8 @@ class _Writer:
         if not self.exactly_once:
             return  # at-least-once: records were visible as soon as they were written
         checkpoint = None
+        if self.spark_checkpoint is not None:
+            refuse_another_query(self.spark_checkpoint, self.lineage, handoffs)
         if self.streaming and self.spark_checkpoint is None:  # given only as Spark's conf
             lineage = self.lineage or next((h.lineage for h in handoffs if h.lineage), None)
             checkpoint = conf_checkpoint(handoffs, _option(self.options, "queryName"), lineage)

@@ -10,7 +10,12 @@ import pytest
 from eos_kafka_source.errors import CheckpointElsewhereError, CheckpointUnreadableError
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.lineage import has_scheme, pyarrow_uri
-from eos_kafka_source.sink.spark_checkpoint import CONF_KEY, conf_checkpoint, spark_query_id
+from eos_kafka_source.sink.spark_checkpoint import (
+    CONF_KEY,
+    conf_checkpoint,
+    refuse_another_query,
+    spark_query_id,
+)
 
 
 def _metadata(path: Path, query_id: str) -> None:
@@ -58,3 +63,17 @@ def test_a_conf_checkpoint_is_found_by_name_or_by_its_query_id(tmp_path: Path) -
         conf_checkpoint(tasks, "named", "q-mine")
     with pytest.raises(CheckpointUnreadableError, match="no checkpoint under"):
         conf_checkpoint([_from_task(f"file://{conf}")], None, "q-gone")
+
+
+def test_a_stale_checkpoint_here_while_spark_runs_another_query_is_refused(
+        tmp_path: Path) -> None:
+    """Metadata left at the path by an earlier local run: the driver reads query q-old, the
+    tasks run q-new (Spark's checkpoint is elsewhere). Was a bare lineage conflict."""
+    ran = [TxnHandoff("p-0", 1, 0, 2, True, lineage="q-new")]
+    refuse_another_query(str(tmp_path), "q-new", ran)  # the same query: fine
+    refuse_another_query(str(tmp_path), None, ran)  # not read here: the tasks' id is used
+    with pytest.raises(CheckpointElsewhereError, match="names query q-old") as refused:
+        refuse_another_query(str(tmp_path), "q-old", ran)
+    assert "q-new" in str(refused.value) and "with its scheme" in str(refused.value)
+    with pytest.raises(CheckpointUnreadableError, match="names query q-old"):
+        refuse_another_query(f"s3://b/{tmp_path.name}", "q-old", ran)

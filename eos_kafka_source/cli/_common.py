@@ -111,12 +111,13 @@ def open_decision_log(location: str) -> DecisionLog:
     import pyarrow.fs as pafs
 
     from ..sink.decisions.log import DecisionLog
+    from ..sink.lineage import pyarrow_uri
 
     candidates = [location.rstrip("/")]
     if candidates[0].endswith("/eoskafka"):
         candidates.append(candidates[0][: -len("/eoskafka")])
     for base in candidates:
-        uri = base if "://" in base else "file://" + os.path.abspath(base)
+        uri = pyarrow_uri(base)  # file:/x and s3a:// as the sink reads them
         try:
             fs, root = pafs.FileSystem.from_uri(uri + "/eoskafka/decisions")
             found = fs.get_file_info(root).type == pafs.FileType.Directory

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
 import pyarrow.fs as pafs
 
+from ..sink.lineage import pyarrow_uri
 from . import _common as c
 
 HELP = "how far a query's eoskafka source is behind the broker, per partition"
@@ -55,7 +55,7 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
 def latest_source_offsets(checkpoint: str) -> tuple[int, dict[tuple[str, int], int]]:
     """(batch id, offsets) of the newest entry of Spark's offset log that has eoskafka offsets."""
     base = checkpoint.rstrip("/")
-    uri = base if "://" in base else "file://" + os.path.abspath(base)
+    uri = pyarrow_uri(base)  # file:/x and s3a:// as the sink reads them
     try:
         fs, root = pafs.FileSystem.from_uri(uri + "/offsets")
         entries = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))

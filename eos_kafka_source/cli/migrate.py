@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..sink.lineage import pyarrow_uri
 from . import _common as c
 
 HELP = "print the startingOffsets that let an eoskafka query take over from a kafka query"
@@ -81,7 +81,7 @@ def _filesystem(checkpoint: str) -> tuple[Any, str]:
     import pyarrow.fs as pafs
 
     base = checkpoint.rstrip("/")
-    uri = base if "://" in base else "file://" + os.path.abspath(base)
+    uri = pyarrow_uri(base)  # file:/x and s3a:// as the sink reads them
     try:
         return pafs.FileSystem.from_uri(uri)
     except (OSError, ValueError) as exc:  # pyarrow: bad URI, missing credentials

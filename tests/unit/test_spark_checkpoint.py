@@ -77,3 +77,13 @@ def test_a_stale_checkpoint_here_while_spark_runs_another_query_is_refused(
     assert "q-new" in str(refused.value) and "with its scheme" in str(refused.value)
     with pytest.raises(CheckpointUnreadableError, match="names query q-old"):
         refuse_another_query(f"s3://b/{tmp_path.name}", "q-old", ran)
+
+
+def test_the_cli_opens_a_log_given_as_a_hadoop_uri(tmp_path: Path) -> None:
+    """`eoskafka txns --checkpoint file:/x` (Hadoop's form, as Spark prints it) was read as a
+    relative path: "no decision log"."""
+    from eos_kafka_source.cli import _common as c
+    from eos_kafka_source.sink.decisions.log import DecisionLog
+
+    DecisionLog(str(tmp_path))
+    assert c.open_decision_log(f"file:{tmp_path}").location == f"file:{tmp_path}/eoskafka"

@@ -24,7 +24,7 @@ from eos_kafka_source.sink.driver.fencing import fence
 from eos_kafka_source.sink.handoff import TxnHandoff
 from tests.sink_harness import Background, Harness, assert_once_on_kafka, await_path, vals
 
-pytestmark = [pytest.mark.kafka_only, pytest.mark.faults]
+pytestmark = [pytest.mark.faults]
 
 LIMITS_ENV = "EOSKAFKA_TEST_RECOVERY_LIMITS"
 
@@ -46,6 +46,7 @@ def _lose(h: Harness, handoffs: list[TxnHandoff], faults) -> None:  # noqa: ANN0
         fence(wire, [h.ids.for_task(p) for p in range(1, len(handoffs))], 60000)
 
 
+@pytest.mark.kafka_only  # Kafka's own abort tool
 def test_a_recovery_aborted_in_one_partition_copies_only_that_partition_again(
         sink: Harness, faults, tmp_path: Path) -> None:
     """Finding 2: the restart's recovery transaction (task 1's records, both partitions) is
@@ -106,6 +107,25 @@ def test_a_lost_batch_larger_than_the_memory_bound_streams_in_several_transactio
     said = [re.search(r"in (\d+) recovery transaction", r.getMessage()) for r in caplog.records]
     assert [int(m.group(1)) for m in said if m] in ([3], [4]), caplog.text
     assert_once_on_kafka(restarted, Counter(vals("b0t0") + big))
+
+
+def test_a_copy_past_its_share_of_the_transaction_timeout_goes_on_in_the_next(
+        sink: Harness, faults, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Finding 9, the time bound: with no share of the transaction timeout left after a
+    batch (``txn_share=0``), each recovery transaction takes one record batch of the lost
+    transaction (200 records, 4 batches of 50) and the next goes on: 4 recovery
+    transactions, each row once."""
+    wide = vals("wide", 200)
+    handoffs = [sink.task(0, vals("b0t0")), sink.task(1, wide)]
+    _lose(sink, handoffs, faults)
+    monkeypatch.setenv(LIMITS_ENV, "txn_share=0")
+    caplog.set_level(logging.WARNING, logger="eos_kafka_source")
+    restarted = _restart(sink)
+    restarted.driver.prepare(new_run=True)
+    said = [re.search(r"in (\d+) recovery transaction", r.getMessage()) for r in caplog.records]
+    assert [int(m.group(1)) for m in said if m] == [4], caplog.text
+    assert_once_on_kafka(restarted, Counter(vals("b0t0") + wide))
 
 
 @pytest.mark.parametrize("point", ["recover.after_part", "recover.after_record"])

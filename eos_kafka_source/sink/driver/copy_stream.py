@@ -123,9 +123,13 @@ def _stream(wire: KafkaWire, writer: TaskWriter, todo: list[Segment], limits: Co
         held = count = 0
         upto = seg.start
         for header, view in cursor:
-            upto = header.last_offset + 1
             if header.producer_id != seg.producer_id or header.is_control:
+                upto = header.last_offset + 1
                 continue
+            taken = written + count + len(buffer)
+            if taken and _full(limits, taken, full_at):
+                upto = header.base_offset  # the rest starts with a batch to copy
+                break
             fault_point("recover.during_read")  # a test drops the connection here
             for record in _decode(seg, view):
                 buffer.append(record)
@@ -133,8 +137,7 @@ def _stream(wire: KafkaWire, writer: TaskWriter, todo: list[Segment], limits: Co
             if held >= limits.buffer_bytes:
                 writer.write_batch(_arrow(buffer))
                 count, buffer, held = count + len(buffer), [], 0
-            if _full(limits, written + count + len(buffer), full_at) and upto < seg.end:
-                break
+            upto = header.last_offset + 1
         else:
             upto = seg.end
         if buffer:

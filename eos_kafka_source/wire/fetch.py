@@ -1,8 +1,9 @@
 """Raw Fetch: partition bounds (log start, high watermark, LSO) and batch cursors.
 
 Offsets are planned from Fetch, never from ListOffsets latest (wrong on Tansu,
-docs/compatibility.md). Fetches always use read_uncommitted isolation: the reader
-resolves transactions itself from control markers, which may lie past the LSO.
+docs/compatibility.md). The reader's fetches use read_uncommitted isolation: it resolves
+transactions itself from control markers, which may lie past the LSO. Only the sink's
+confirmation of its own commits fetches read_committed (``txn_outcome.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .cluster import TopicPartition
 from .connection import KafkaWire
 
 READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
 _OFFSET_OUT_OF_RANGE = 1
 _EARLIEST = -2
 #: max_wait_ms of a Fetch below the high watermark. Kafka answers such a Fetch at once (the
@@ -60,6 +62,8 @@ def _fetch_request(
     wants: Mapping[TopicPartition, int],
     max_bytes: int,
     max_wait_ms: int,
+    isolation: int = READ_UNCOMMITTED,
+    total_bytes: int | None = None,
 ) -> FetchRequest:
     by_topic: dict[str, list[FetchRequest.FetchTopic.FetchPartition]] = {}
     for (topic, partition), offset in sorted(wants.items()):
@@ -78,8 +82,8 @@ def _fetch_request(
         # Tansu answers min_bytes=0 / max_wait_ms=0 with an empty response: ask for 1 byte.
         max_wait_ms=max(1, max_wait_ms),
         min_bytes=1,
-        max_bytes=max(max_bytes * len(wants), max_bytes),
-        isolation_level=READ_UNCOMMITTED,
+        max_bytes=total_bytes or max(max_bytes * len(wants), max_bytes),
+        isolation_level=isolation,
         session_id=0,
         session_epoch=-1,
         topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
@@ -118,9 +122,13 @@ def send_fetch(
     *,
     max_bytes: int,
     max_wait_ms: int = 1,
+    isolation: int = READ_UNCOMMITTED,
+    total_bytes: int | None = None,
 ) -> SentFetch:
-    """Send a Fetch without waiting, so the broker prepares it while the caller works."""
-    request = _fetch_request(wire.version(FetchRequest), wants, max_bytes, max_wait_ms)
+    """Send a Fetch without waiting, so the broker prepares it while the caller works.
+    ``total_bytes``: the response's cap (default: ``max_bytes`` per partition)."""
+    request = _fetch_request(wire.version(FetchRequest), wants, max_bytes, max_wait_ms,
+                             isolation, total_bytes)
     what = f"Fetch {_describe(wants)}"
     sent = wire.send(leader, request, what)
     wire.flush()

@@ -21,8 +21,8 @@ apart from "failed":
 
 A transaction whose partitions disagree (ABORT in some, COMMIT in the others: an operator's
 ``kafka-transactions.sh abort`` of one partition) is **lost** and noted in ``partly_committed``:
-its batch committed something, so its decision is never withdrawn. After a crash, NONE itself
-is checked against the log (:func:`confirm`): that operator's abort leaves the coordinator
+its batch committed something, so its decision is never withdrawn. NONE itself is then
+checked against the log (:mod:`.confirming`): that operator's abort leaves the coordinator
 committing a transaction one of whose partitions already holds an ABORT marker.
 
 Runs on: the driver (commit/abort workers and the planning worker's recovery).
@@ -226,45 +226,6 @@ def _from_log(wire: KafkaWire, handoff: TxnHandoff, outcome: EndTxnOutcome,
     return "unknown", said
 
 
-def confirm(wire: KafkaWire, report: FinishReport, *, deadline_s: float) -> None:
-    """Check a roll-forward's NONE answers against the log (finding 2 of issue 22).
-
-    After a crash, NONE is not proof: an operator's ``kafka-transactions.sh abort`` of one
-    partition writes ABORT there while the coordinator still holds the transaction open,
-    and the roll-forward's commit then answers NONE. Each answered transaction's partitions
-    are read: COMMIT everywhere stays **done**; an ABORT marker moves it to **lost** (the
-    log's records are copied by recovery); no marker yet, or a log that cannot be read
-    now, moves it to **unknown** (the decision is kept). Partitions whose records and marker
-    were deleted once the transaction was over, and hand-offs that do not say where their
-    records are, keep NONE's word: there is nothing left to read or to copy.
-    """
-    deadline = time.monotonic() + deadline_s
-    done: list[TxnHandoff] = []
-    for handoff in report.done:
-        if not handoff.open:
-            done.append(handoff)
-            continue
-        try:
-            found = read_transaction(wire, handoff, strict=True,
-                                     deadline_s=max(deadline - time.monotonic(), 1.0))
-        except TransactionOutcomeUnknownError as exc:
-            report.unknown.append((handoff, f"EndTxn answered NONE; {exc}"))
-            continue
-        said = f"EndTxn answered NONE, but the log: {found.why}"
-        if found.aborted:
-            report.lost.append((handoff, said))
-            if len(found.aborted) < len(found.partitions):
-                report.partly_committed.add(handoff.transactional_id)
-        elif found.pending:
-            report.unknown.append((handoff, said))
-        else:
-            if found.outcome is not LogOutcome.COMMITTED:
-                log.warning("eoskafka: %s: taking EndTxn's NONE as committed; the log "
-                            "cannot tell: %s", handoff.transactional_id, found.why)
-            done.append(handoff)
-    report.done = done
-
-
 def _gives_up(outcomes: list[EndTxnOutcome]) -> bool:
     """Whether an answer makes retrying pointless (an unexpected, non-retriable code)."""
     return any(isinstance(o.error, KafkaProtocolError) and o.error.code not in DEFINITIVE
@@ -272,10 +233,20 @@ def _gives_up(outcomes: list[EndTxnOutcome]) -> bool:
                for o in outcomes)
 
 
-def outcome_unknown(batch_id: int | None, report: FinishReport,
-                    doing: str) -> TransactionOutcomeUnknownError:
-    """The error for a batch whose EndTxn outcomes stayed unknown: its decision is kept."""
+def outcome_unknown(batch_id: int | None, report: FinishReport, doing: str, *,
+                    streaming: bool = True) -> TransactionOutcomeUnknownError:
+    """The error for a batch whose EndTxn outcomes stayed unknown: its decision is kept.
+    ``streaming=False``: a batch write (never replayed; the next write finishes it)."""
     unknown = report.describe_unknown()
+    if not streaming:
+        return TransactionOutcomeUnknownError(
+            f"the batch write: the outcome of {len(unknown)} EndTxn(s) is unknown after "
+            f"{report.seconds:.0f} s of {doing} (their coordinator moved or could not be "
+            "reached, or the log could not be read). Its rows may be committed: the decision "
+            "is kept, and the next batch write with the same decisionLogLocation finishes it "
+            "first and says so (EOSKAFKA_PREVIOUS_WRITE_COMPLETED). Do not rerun this write "
+            "before that: it could write every row twice. Check the brokers hosting "
+            "__transaction_state. " + "; ".join(unknown))
     return TransactionOutcomeUnknownError(
         f"batch {batch_id}: the outcome of {len(unknown)} EndTxn(s) is unknown after "
         f"{report.seconds:.0f} s of {doing} (their coordinator moved or could not be "

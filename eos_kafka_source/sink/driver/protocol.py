@@ -32,7 +32,7 @@ from ...errors import (
 from ...faults import fault_point
 from ...wire import KafkaWire
 from ..decisions.log import Decision, DecisionLog
-from ..decisions.states import UNFINISHED, Event, State, commit_event, transition
+from ..decisions.states import UNFINISHED, Event, State, transition
 from ..handoff import TxnHandoff
 from ..naming import TransactionalIdFactory
 from ..timings import Phases
@@ -43,12 +43,13 @@ from .claims import (
     claim_prefix,
     mark_write_committing,
 )
-from .committer import FinishReport, Liveness, confirm, finish, outcome_unknown
+from .committer import FinishReport, Liveness, finish
+from .confirming import confirm
 from .lanes import opening_lanes
 from .log_copy import txn_key
+from .outcomes import Outcomes
 from .pool_upkeep import PoolOwner, clean_up, fence_pool
 from .previous_write import previous_write_completed
-from .recovery import Finished, Recovery, lost_error
 from .refusals import refuse_dead, refuse_foreign, refuse_superseded
 from .write_outcome import unknown_without_log
 
@@ -60,7 +61,7 @@ log = logging.getLogger(__name__)
 _TIMEOUT_CHECK_SLACK_S = 15.0
 
 
-class DriverProtocol(Aborting):
+class DriverProtocol(Outcomes, Aborting):
     """Recovery, commit, abort and fencing for one query's (or one batch write's) sink.
 
     ``owner`` fingerprints the decision log's location (the prefix claim's token),
@@ -196,61 +197,6 @@ class DriverProtocol(Aborting):
         assert self.decisions is not None
         return self.decisions.for_lineage(lineage)
 
-    def _finish(self, wire: KafkaWire, decision: Decision) -> Finished:
-        """Finish an unfinished decision (DECIDED, LOST or RECOVERING). An unknown outcome
-        keeps it as it is and raises.
-
-        After a crash, an EndTxn answering NONE is checked against the log's markers
-        (finding 2 of issue 22: an operator's abort of one partition)."""
-        if decision.state is State.RECOVERING:
-            return self._recovery().commit(wire, decision)
-        if decision.state is State.LOST:  # recorded by an eoskafka before issue 22
-            return self._recovery().copy(wire, decision, list(decision.lost_handoffs))
-        assert decision.state is State.DECIDED, decision.state
-        report = finish(wire, list(decision.handoffs), commit=True,
-                        deadline_s=self.commit_deadline_s)
-        confirm(wire, report, deadline_s=self.commit_deadline_s)
-        return self._record(wire, decision, report, doing="rolling it forward")
-
-    def _record(self, wire: KafkaWire, decision: Decision, report: FinishReport, *,
-                doing: str) -> Finished:
-        """The transition a DECIDED batch takes once its EndTxns have been answered; the
-        aborted ones among them are copied from the log (LOST -> RECOVERING -> DONE)."""
-        batch_id = decision.batch_id
-        decisions = self._view(decision.lineage)
-        event = commit_event(len(report.done), len(report.lost), len(report.unknown))
-        if event is Event.NONE_COMMITTED and (report.uncertain or report.partly_committed):
-            # An earlier unknown outcome, or a transaction committed in some partitions:
-            # something may be visible, so the decision is never voided.
-            event = Event.SOME_ABORTED
-        state = transition(State.DECIDED, event)
-        if event is Event.UNKNOWN:
-            self._raise_unknown(batch_id, report, doing)
-        if event is Event.ALL_COMMITTED:
-            fault_point("commit.before_done")
-            decisions.mark_done(batch_id)
-            fault_point("commit.after_done")
-            return Finished(state)
-        if event is Event.NONE_COMMITTED:
-            # Nothing of the batch committed: withdrawing the decision lets it replay as new.
-            decisions.void(batch_id)
-            return Finished(state)  # nothing lost: the batch replays
-        log.warning("eoskafka: batch %s: %d decided transaction(s) were aborted by Kafka after "
-                    "others committed (a fence, an operator's abort, or the driver down longer "
-                    "than kafka.transaction.timeout.ms=%d); copying their records from the "
-                    "log: %s", batch_id, len(report.lost), self.timeout_ms,
-                    "; ".join(report.describe_lost()))
-        return self._recovery().copy(wire, decision, [h for h, _ in report.lost])
-
-    def _recovery(self) -> Recovery:
-        return Recovery(self.ids, self.timeout_ms, self.commit_deadline_s, self._view)
-
-    def _lost_error(self, where: str, lost: list[str]) -> TransactionLostError:
-        return lost_error(where, lost, self.timeout_ms)
-
-    def _raise_unknown(self, batch_id: int | None, report: FinishReport, doing: str) -> None:
-        raise outcome_unknown(batch_id, report, doing)
-
     def _pool_owner(self) -> PoolOwner:
         assert self.decisions is not None
         return PoolOwner(self.ids, self.decisions, self.owner, self.timeout_ms)
@@ -313,6 +259,10 @@ class DriverProtocol(Aborting):
                             coordinators=found.coordinators)
             timed.mark("endtxn")
             endtxn_end = time.time()
+            # NONE is not proof (invariant 9): each transaction's partitions are asked for
+            # its COMMIT before the batch is done; an ABORT found is copied back below.
+            confirm(wire, report, deadline_s=self.commit_deadline_s)
+            timed.mark("confirm")
             if decisions is None:
                 if report.unknown:
                     raise unknown_without_log(report, "committing")
@@ -327,11 +277,7 @@ class DriverProtocol(Aborting):
                                                        lineage=lineage),
                                         report, doing="committing")
                 if finished.state is State.VOID:
-                    self._raise_if_too_long(batch, report.lost)  # type: ignore[attr-defined]
-                    raise TransactionLostError(
-                        f"batch {batch_id}: no transaction could be committed (fenced or "
-                        "expired), nothing was written; the batch fails and will be replayed "
-                        "on restart: " + "; ".join(report.describe_lost()))
+                    raise self._none_committed(batch_id, report)
                 if finished.lost:
                     raise self._lost_error(f"batch {batch}", finished.lost)
                 timed.mark("mark_done")
@@ -396,4 +342,5 @@ class DriverProtocol(Aborting):
                      handoffs: list[TxnHandoff]) -> Liveness:
         planned = self.decisions.planned_at() if self.decisions is not None else None
         return refuse_dead(wire, batch_id, handoffs, deadline_s=self.commit_deadline_s,
-                           timeout_ms=self.timeout_ms, planned_at=planned)
+                           timeout_ms=self.timeout_ms, planned_at=planned,
+                           streaming=self.streaming)

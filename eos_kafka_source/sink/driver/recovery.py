@@ -33,7 +33,8 @@ from ..decisions.log import Decision, DecisionLog
 from ..decisions.states import Event, State, transition
 from ..handoff import TxnHandoff
 from ..naming import TransactionalIdFactory
-from .committer import confirm, finish, outcome_unknown
+from .committer import finish, outcome_unknown
+from .confirming import confirm
 from .copy_stream import CopyLimits, write_part
 from .log_copy import (
     CopyPlan,

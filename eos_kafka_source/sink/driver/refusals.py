@@ -47,30 +47,44 @@ def refuse_superseded(handoffs: list[TxnHandoff], pool: PoolState) -> None:
 
 
 def refuse_dead(wire: KafkaWire, batch_id: int, handoffs: list[TxnHandoff], *,
-                deadline_s: float, timeout_ms: int, planned_at: float | None) -> Liveness:
+                deadline_s: float, timeout_ms: int, planned_at: float | None,
+                streaming: bool = True) -> Liveness:
     """Before deciding: every transaction must still be live, or nothing is committed.
-    Returns what the check found (where their coordinators answered)."""
+    Returns what the check found (where their coordinators answered). ``streaming=False``:
+    a batch write, which is never replayed (its user reruns it)."""
     found = liveness(wire, handoffs, deadline_s=deadline_s)
     dead = found.dead
     if dead:
-        raise_if_too_long(batch_id, dead, timeout_ms=timeout_ms, planned_at=planned_at)
+        raise_if_too_long(batch_id, dead, timeout_ms=timeout_ms, planned_at=planned_at,
+                          streaming=streaming)
+        what = f"batch {batch_id}" if streaming else "the batch write"
+        then = ("the batch fails and can run again" if streaming else
+                "no row is at risk: the write fails, rerun it")
         raise TransactionLostError(
-            f"batch {batch_id}: {len(dead)} of its transactions were fenced after their "
+            f"{what}: {len(dead)} of its transactions were fenced after their "
             "tasks handed them over (a zombie, another attempt or an operator's fence "
             "re-initialised the id, or Kafka's transaction timeout aborted it); nothing "
-            "was committed, the batch fails and can run again: "
+            f"was committed, {then}: "
             + "; ".join(f"{h.describe()}: {why}" for h, why in dead)
         )
     return found
 
 
 def raise_if_too_long(batch_id: int, dead: list[tuple[TxnHandoff, str]], *, timeout_ms: int,
-                      planned_at: float | None) -> None:
+                      planned_at: float | None, streaming: bool = True) -> None:
     """Fenced transactions of a batch that ran past the transaction timeout: Kafka
     aborted them, and the replay (same offsets) would take as long: say so, once."""
     elapsed_s = time.time() - planned_at if planned_at else 0.0
     if elapsed_s * 1000 < timeout_ms:
         return  # younger than the timeout: fenced by a zombie or a retry, not by time
+    if not streaming:
+        raise TimeoutError_(
+            f"the batch write ran {elapsed_s:.0f} s, longer than "
+            f"kafka.transaction.timeout.ms={timeout_ms}: Kafka aborted its {len(dead)} "
+            "transaction(s) before the driver could commit them, so nothing was written and "
+            "no row is at risk. Raise kafka.transaction.timeout.ms (up to the broker's "
+            "transaction.max.timeout.ms) or split the write into smaller ones, then rerun "
+            "it: " + "; ".join(f"{h.describe()}: {why}" for h, why in dead))
     raise TimeoutError_(
         f"batch {batch_id} ran {elapsed_s:.0f} s, longer than "
         f"kafka.transaction.timeout.ms={timeout_ms}: Kafka aborted its "

@@ -1,0 +1,139 @@
+"""Every decided transaction's COMMIT is confirmed from the log (docs/design.md, invariant 9).
+
+EndTxn's NONE is not proof: Kafka's ``kafka-transactions.sh abort`` writes an ABORT marker
+straight to one partition while the coordinator still holds the transaction Ongoing, and
+the commit that follows answers NONE and misses that partition. So after every EndTxn
+round, live commits and roll-forwards alike, each answered transaction's partitions are
+asked for their outcome: COMMIT everywhere stays **done**; an ABORT moves it to **lost**
+(its records are copied back from the log by recovery before the commit returns); no
+marker yet by the deadline, or a log that cannot be read now, moves it to **unknown** (the
+decision is kept).
+
+On Kafka one small read_committed Fetch per partition and first offset tells, without
+reading the records (``wire/txn_outcome.py``). Where the broker keeps no aborted-transaction
+index (Tansu), and for a partition whose Fetch failed, its markers are read instead
+(:mod:`.txn_log`). Partitions whose records and marker were deleted once the transaction
+was over, and hand-offs that do not say where their records are, keep NONE's word: there
+is nothing left to read or to copy.
+Runs on: the driver (commit worker, planning worker's roll-forward, recovery).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ...errors import EosKafkaError, NotAuthorizedError, TransactionOutcomeUnknownError
+from ...wire import KafkaWire, TopicPartition
+from ...wire.cluster import fresh_leaders
+from ...wire.txn_outcome import Place, lists_aborted_transactions, txn_outcomes
+from ..handoff import TxnHandoff
+from ..recall import TOPICS
+from .committer import FinishReport
+from .txn_log import LogOutcome, read_transaction
+
+log = logging.getLogger(__name__)
+
+
+def confirm(wire: KafkaWire, report: FinishReport, *, deadline_s: float) -> None:
+    """Move each of ``report.done`` whose log does not show COMMIT everywhere to lost or
+    unknown (module docstring)."""
+    deadline = time.monotonic() + deadline_s
+    asked = [h for h in report.done if h.open and _places(h) is not None]
+    fast = _ask_kafka(wire, asked, deadline) if asked else {}
+    done: list[TxnHandoff] = []
+    for handoff in report.done:
+        if not handoff.open:
+            done.append(handoff)
+            continue
+        places = _places(handoff)
+        if places is not None and all(p in fast for p in places):
+            verdict = _verdict(report, handoff, [(p, fast[p]) for p in places])
+        else:
+            verdict = _from_markers(wire, report, handoff, deadline)
+        if verdict:
+            done.append(handoff)
+    report.done = done
+
+
+def _places(handoff: TxnHandoff) -> list[Place] | None:
+    """Where the transaction starts in each partition; None when the hand-off cannot say."""
+    firsts = {(t, p): o for t, p, o in handoff.first_offsets}
+    if any((t, p) not in firsts for t, p, _ in handoff.partitions):
+        return None
+    return [Place(t, p, firsts[(t, p)], handoff.producer_id) for t, p, _ in handoff.partitions]
+
+
+def _ask_kafka(wire: KafkaWire, handoffs: list[TxnHandoff],
+               deadline: float) -> dict[Place, bool | None]:
+    """The outcomes Kafka's aborted-transaction index gives; {} where the broker keeps none
+    or the round failed (the markers are read instead)."""
+    places = [p for h in handoffs for p in _places(h) or ()]
+    try:
+        if not lists_aborted_transactions(wire):
+            return {}
+        return txn_outcomes(wire, _leaders(wire, places, deadline), places, deadline=deadline)
+    except NotAuthorizedError:
+        raise  # a missing READ ACL on the output topic is named (docs/acls.md)
+    except EosKafkaError as exc:
+        log.info("eoskafka: confirming %d commit(s) from Kafka's aborted-transaction index "
+                 "failed (%s); reading their markers", len(handoffs), exc)
+        wire.close()
+        return {}
+
+
+def _leaders(wire: KafkaWire, places: list[Place], deadline: float) -> dict[TopicPartition, int]:
+    """Each partition's leader: as this worker last saw it (recall.py; a moved leader
+    answers with an error and its partition's markers are read), or from Metadata."""
+    out: dict[TopicPartition, int] = {}
+    for topic in sorted({p.topic for p in places}):
+        info = TOPICS.get(wire.config, topic)
+        parts = {p.partition for p in places if p.topic == topic}
+        if info is None or any(info.leaders.get(n, -1) < 0 for n in parts):
+            info = fresh_leaders(wire, [topic], deadline=max(deadline - time.monotonic(), 1.0))[
+                topic]
+            TOPICS.put(wire.config, topic, info)
+        out.update({(topic, n): info.leaders[n] for n in parts})
+    return out
+
+
+def _verdict(report: FinishReport, handoff: TxnHandoff,
+             found: list[tuple[Place, bool | None]]) -> bool:
+    """Sort one transaction by its partitions' outcomes; True when it stays done."""
+    aborted = [f"{p.topic}-{p.partition}" for p, commit in found if commit is False]
+    pending = [f"{p.topic}-{p.partition}" for p, commit in found if commit is None]
+    if aborted:
+        report.lost.append((handoff, "EndTxn answered NONE, but the log: ABORT marker in "
+                            f"{', '.join(aborted)} (an operator's abort of those partitions?)"))
+        if len(aborted) < len(found):
+            report.partly_committed.add(handoff.transactional_id)
+        return False
+    if pending:
+        report.unknown.append((handoff, "EndTxn answered NONE, but the log: no marker yet "
+                               f"in {', '.join(pending)}"))
+        return False
+    return True
+
+
+def _from_markers(wire: KafkaWire, report: FinishReport, handoff: TxnHandoff,
+                  deadline: float) -> bool:
+    """The marker scan (Tansu, a failed Fetch, an older hand-off); True when it stays done."""
+    try:
+        found = read_transaction(wire, handoff, strict=True,
+                                 deadline_s=max(deadline - time.monotonic(), 1.0))
+    except TransactionOutcomeUnknownError as exc:
+        report.unknown.append((handoff, f"EndTxn answered NONE; {exc}"))
+        return False
+    said = f"EndTxn answered NONE, but the log: {found.why}"
+    if found.aborted:
+        report.lost.append((handoff, said))
+        if len(found.aborted) < len(found.partitions):
+            report.partly_committed.add(handoff.transactional_id)
+        return False
+    if found.pending:
+        report.unknown.append((handoff, said))
+        return False
+    if found.outcome is not LogOutcome.COMMITTED:
+        log.warning("eoskafka: %s: taking EndTxn's NONE as committed; the log cannot tell: %s",
+                    handoff.transactional_id, found.why)
+    return True

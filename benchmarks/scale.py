@@ -14,6 +14,7 @@ are timed:
 - liveness: the pre-decision check that every transaction is still live;
 - decision: the durable decision written before the first EndTxn;
 - endtxn: the EndTxn round;
+- confirm: each transaction's COMMIT read back from its partitions (docs/design.md, invariant 9);
 - done + cleanup: marking the decision done, pool bookkeeping;
 - markers: after commit() returned, until every output partition's last stable offset
   reaches its high watermark, which is exactly the offset after N COMMIT markers (the
@@ -69,7 +70,8 @@ RECORDS_PER_PARTITION = 2
 PREP_THREADS = 32
 #: Transactions stay open while 1,000 tasks prepare on a loaded machine (minutes).
 TXN_TIMEOUT_MS = 900_000
-PHASES = ("lookup", "liveness", "decision", "lanes", "endtxn", "mark_done", "cleanup")
+PHASES = ("lookup", "liveness", "decision", "lanes", "endtxn", "confirm", "mark_done",
+          "cleanup")
 
 
 @dataclass

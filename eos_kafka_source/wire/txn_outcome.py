@@ -8,9 +8,10 @@ at or past the end of the returned bytes, so past every batch that starts in the
 
 - LSO past ``F`` and records returned: the transaction's marker is written (an open one
   holds the LSO at or below its first offset). Its producer listed with a first offset at
-  or below ``F`` is ABORT; not listed is COMMIT. With the partition's max bytes at 1, the
-  answer holds one byte of the batch at ``F`` (the first partition of a response gets
-  that whole batch: Kafka always returns one), which is what makes the range cover ``F``.
+  or below ``F`` is ABORT; not listed is COMMIT. The answer must hold the whole batch at
+  ``F`` (Kafka answers a first batch cut short with no records and no list): that makes
+  the range cover ``F``, and every transaction of ours starting in the complete batches
+  returned, so one answer usually settles all of a batch's in that partition.
 - LSO at ``F``, or at another of the transactions asked about: no marker yet. Kafka
   parks such a Fetch until the LSO moves (``max_wait_ms``), so waiting costs no polling.
 - LSO below ``F`` at an offset none of them starts at: another producer's transaction,
@@ -19,10 +20,10 @@ at or past the end of the returned bytes, so past every batch that starts in the
   markers, which lie past the LSO.
 
 Several transactions can start in one partition at other offsets; a Fetch carries a
-partition once, so each is asked in its own request (all pipelined). A partition that
-answers with an error (a moved leader, records deleted past ``F``) is left out: the
-caller reads its markers instead. Tansu never fills the aborted list (docs/compatibility.md):
-:func:`lists_aborted_transactions` tells a broker that does.
+partition once, so those an answer did not reach are asked in the next pass. A partition
+that answers with an error (a moved leader, records deleted past ``F``) is left out: the
+caller reads its markers instead. Tansu never fills the aborted list
+(docs/compatibility.md): :func:`lists_aborted_transactions` tells a broker that does.
 Runs on: the driver (commit worker, roll-forward).
 """
 
@@ -42,8 +43,12 @@ from .fetch import READ_COMMITTED, SentFetch, receive_fetch, send_fetch
 
 #: How long one Fetch is parked at most while a marker is still being written.
 WAIT_MS = 500
-#: The response's cap: the first partition of a response returns its whole first batch
-#: whatever its max bytes; the others need room for their one byte each.
+#: Bytes read per partition and request: enough for the first batch of a transaction
+#: (Kafka answers a partition whose first batch does not fit with no records at all, unless
+#: it is the first partition of the response), and for the batches of the same batch's
+#: other transactions right after it, which the same answer then settles too.
+PARTITION_BYTES = 64 << 10
+#: The response's cap (the first partition of a response returns its first batch whole).
 _TOTAL_BYTES = 64 << 20
 
 
@@ -82,40 +87,46 @@ def txn_outcomes(wire: KafkaWire, leaders: Mapping[TopicPartition, int], places:
     for p in places:
         ours.setdefault(p.tp, set()).add(p.first)
     out: dict[Place, bool | None] = {}
+    alone: set[Place] = set()
     wait_ms = 1
     while pending:
-        resolved = _ask(wire, pending, ours, wait_ms, out)
-        for place in resolved:
-            pending.pop(place)
+        moved, alone = _ask(wire, pending, ours, alone, wait_ms, out)
+        for place in moved:
+            pending.pop(place, None)
         left_ms = int((deadline - time.monotonic()) * 1000)
         if not pending or left_ms <= 0:
             break
         # Nothing moved: park one Fetch per leader until a marker lands (min_bytes=1).
-        wait_ms = 1 if resolved else max(1, min(WAIT_MS, left_ms))
+        wait_ms = 1 if moved or alone else max(1, min(WAIT_MS, left_ms))
     out.update(dict.fromkeys(pending))
     return out
 
 
 def _ask(wire: KafkaWire, pending: Mapping[Place, int], ours: Mapping[TopicPartition, set[int]],
-         wait_ms: int, out: dict[Place, bool | None]) -> list[Place]:
-    """One pass: the places it settled (in ``out``, or errors left out)."""
+         alone: set[Place], wait_ms: int, out: dict[Place, bool | None]
+         ) -> tuple[list[Place], set[Place]]:
+    """One pass: each partition asked at its smallest pending first offset, one request per
+    leader; a place whose first batch did not fit ``PARTITION_BYTES`` (Kafka then answers
+    with no records) in a request of its own, where Kafka returns that batch whole.
+    Returns the places settled (in ``out``, or left out on an error) and those to ask alone."""
     by_tp: dict[TopicPartition, list[Place]] = {}
     for place in sorted(pending, key=lambda p: p.first):
         by_tp.setdefault(place.tp, []).append(place)
-    # Request k of a leader asks each of its partitions at its k-th pending first offset;
-    # a parked Fetch holds the requests behind it on the connection, so a wait asks one.
-    slots = 1 if wait_ms > 1 else max(len(v) for v in by_tp.values())
+    shared: dict[int, dict[TopicPartition, Place]] = {}
+    own: list[tuple[int, dict[TopicPartition, Place]]] = []
+    for tp, ps in by_tp.items():
+        if ps[0] in alone:
+            own.append((pending[ps[0]], {tp: ps[0]}))
+        else:
+            shared.setdefault(pending[ps[0]], {})[tp] = ps[0]
     sent: list[tuple[dict[TopicPartition, Place], SentFetch]] = []
-    for k in range(slots):
-        per_leader: dict[int, dict[TopicPartition, Place]] = {}
-        for tp, ps in by_tp.items():
-            if k < len(ps):
-                per_leader.setdefault(pending[ps[k]], {})[tp] = ps[k]
-        for leader, asked in per_leader.items():
-            sent.append((asked, send_fetch(
-                wire, leader, {tp: p.first for tp, p in asked.items()}, max_bytes=1,
-                max_wait_ms=wait_ms, isolation=READ_COMMITTED, total_bytes=_TOTAL_BYTES)))
+    asks = [(leader, asked, PARTITION_BYTES) for leader, asked in shared.items()]
+    for leader, asked, max_bytes in asks + [(leader, asked, 1) for leader, asked in own]:
+        sent.append((asked, send_fetch(
+            wire, leader, {tp: p.first for tp, p in asked.items()}, max_bytes=max_bytes,
+            max_wait_ms=wait_ms, isolation=READ_COMMITTED, total_bytes=_TOTAL_BYTES)))
     settled: list[Place] = []
+    again: set[Place] = set()
     for asked, request in sent:
         chunks = receive_fetch(request)
         for tp, place in asked.items():
@@ -127,15 +138,17 @@ def _ask(wire: KafkaWire, pending: Mapping[Place, int], ours: Mapping[TopicParti
             if lso < place.first and lso not in ours[tp]:
                 settled.append(place)  # held by another producer's open transaction
                 continue
-            if lso <= place.first or not chunk.records:
-                continue  # no marker yet, or no room left in this response: ask again
+            if lso <= place.first:
+                continue  # no marker yet: ask again
+            if not chunk.records:
+                again.add(place)  # its first batch is larger than PARTITION_BYTES
+                continue
             covered = max([place.first] + [h.last_offset for h, _ in
                                             iter_batches(chunk.records)])
             for other in by_tp[tp]:
-                if other in settled or other.first > covered or \
-                        other.first >= chunk.bounds.last_stable:
-                    continue
+                if other.first > covered or other.first >= lso:
+                    break
                 out[other] = not any(pid == other.producer_id and first <= other.first
                                      for pid, first in chunk.aborted)
                 settled.append(other)
-    return list(dict.fromkeys(settled))
+    return settled, again

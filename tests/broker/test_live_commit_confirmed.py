@@ -49,12 +49,19 @@ def _tool_abort(sink: Harness, *places: tuple[str, int, int]) -> None:
         tools.abort_transaction(topic, partition, first)
 
 
+@pytest.mark.parametrize("partition_bytes", [None, 1], ids=["fetch", "batch-alone"])
 def test_an_operator_abort_during_a_live_commit_is_copied_before_it_returns(
-        sink: Harness, faults, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        sink: Harness, faults, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch, partition_bytes: int | None) -> None:
     """Finding 1. Before (Kafka 4.4): the commit answered NONE everywhere and reported
     success with the aborted partition's rows missing (oracle: 100 of 230 rows absent).
     Now the partitions' outcome is read back after EndTxn, and the aborted one is copied
-    from the log before commit() returns."""
+    from the log before commit() returns. ``batch-alone``: no first batch fits the
+    per-partition bytes, so each partition is asked again in a request of its own."""
+    from eos_kafka_source.wire import txn_outcome
+
+    if partition_bytes is not None:
+        monkeypatch.setattr(txn_outcome, "PARTITION_BYTES", partition_bytes)
     wide = vals("wide", 200)  # 50 a batch, alternating over both partitions
     handoffs = [sink.task(0, wide), sink.task(1, vals("b0t1"))]
     assert len(handoffs[0].partitions) == 2

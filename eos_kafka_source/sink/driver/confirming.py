@@ -11,7 +11,8 @@ decision is kept).
 
 On Kafka one small read_committed Fetch per partition and first offset tells, without
 reading the records (``wire/txn_outcome.py``). Where the broker keeps no aborted-transaction
-index (Tansu), and for a partition whose Fetch failed, its markers are read instead
+index (Tansu), for a partition whose Fetch failed, and for a marker still missing after
+:data:`FAST_WAIT_S` (a hanging transaction, txn_log.py), its markers are read instead
 (:mod:`.txn_log`). Partitions whose records and marker were deleted once the transaction
 was over, and hand-offs that do not say where their records are, keep NONE's word: there
 is nothing left to read or to copy.
@@ -34,20 +35,26 @@ from .txn_log import LogOutcome, read_transaction
 
 log = logging.getLogger(__name__)
 
+#: Seconds the Fetch path waits for markers before the marker scan takes over.
+FAST_WAIT_S = 2.0
+
 
 def confirm(wire: KafkaWire, report: FinishReport, *, deadline_s: float) -> None:
     """Move each of ``report.done`` whose log does not show COMMIT everywhere to lost or
     unknown (module docstring)."""
     deadline = time.monotonic() + deadline_s
     asked = [h for h in report.done if h.open and _places(h) is not None]
-    fast = _ask_kafka(wire, asked, deadline) if asked else {}
+    # Markers land a moment after EndTxn answers; one still missing after FAST_WAIT_S is
+    # left to the marker scan, which also looks for a hanging transaction (txn_log.py).
+    fast = _ask_kafka(wire, asked, min(deadline, time.monotonic() + FAST_WAIT_S)) \
+        if asked else {}
     done: list[TxnHandoff] = []
     for handoff in report.done:
         if not handoff.open:
             done.append(handoff)
             continue
         places = _places(handoff)
-        if places is not None and all(p in fast for p in places):
+        if places is not None and all(fast.get(p) is not None for p in places):
             verdict = _verdict(report, handoff, [(p, fast[p]) for p in places])
         else:
             verdict = _from_markers(wire, report, handoff, deadline)
@@ -99,25 +106,22 @@ def _leaders(wire: KafkaWire, places: list[Place], deadline: float) -> dict[Topi
 
 def _verdict(report: FinishReport, handoff: TxnHandoff,
              found: list[tuple[Place, bool | None]]) -> bool:
-    """Sort one transaction by its partitions' outcomes; True when it stays done."""
+    """Sort one transaction by its partitions' markers (all known); True when it stays
+    done."""
     aborted = [f"{p.topic}-{p.partition}" for p, commit in found if commit is False]
-    pending = [f"{p.topic}-{p.partition}" for p, commit in found if commit is None]
     if aborted:
         report.lost.append((handoff, "EndTxn answered NONE, but the log: ABORT marker in "
                             f"{', '.join(aborted)} (an operator's abort of those partitions?)"))
         if len(aborted) < len(found):
             report.partly_committed.add(handoff.transactional_id)
         return False
-    if pending:
-        report.unknown.append((handoff, "EndTxn answered NONE, but the log: no marker yet "
-                               f"in {', '.join(pending)}"))
-        return False
     return True
 
 
 def _from_markers(wire: KafkaWire, report: FinishReport, handoff: TxnHandoff,
                   deadline: float) -> bool:
-    """The marker scan (Tansu, a failed Fetch, an older hand-off); True when it stays done."""
+    """The marker scan (Tansu, a failed Fetch, a marker still missing, an older hand-off);
+    True when it stays done."""
     try:
         found = read_transaction(wire, handoff, strict=True,
                                  deadline_s=max(deadline - time.monotonic(), 1.0))

@@ -24,7 +24,6 @@ from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest
 
 from eos_kafka_source.cli import main
 from eos_kafka_source.client.config import ClientConfig
-from eos_kafka_source.faults import InjectedFault
 from eos_kafka_source.records import encode_batch
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.task.writer import TaskWriter
@@ -121,31 +120,27 @@ def test_kafka_refuses_a_produce_to_a_partition_outside_the_transaction(
 
 
 def test_a_decided_transaction_hanging_on_one_partition_is_ended_and_copied(
-        bootstrap: str, unique: str, tmp_path, faults, no_verification,  # noqa: ANN001
+        bootstrap: str, unique: str, tmp_path, no_verification,  # noqa: ANN001
         caplog) -> None:  # noqa: ANN001
     """The finding's shape: the coordinator commits partition 1 and ends the transaction
-    (CompleteCommit); partition 0 holds it open for good; the driver dies before marking
-    the decision done. Before the fix the restarted driver's roll-forward waited for
-    partition 0's marker for the whole commit deadline (75 s here), logging nothing, then
-    failed with EOSKAFKA_TRANSACTION_OUTCOME_UNKNOWN ("their coordinator moved or could
-    not be reached"), and so did every restart after it. Now the hanging partition is named
-    and ended with an ABORT marker within seconds, and its records are copied from the
-    log: every record once, nothing open."""
+    (CompleteCommit); partition 0 holds it open for good. Before the fix the restarted
+    driver's roll-forward (then the only reader of the markers) waited for partition 0's
+    marker for the whole commit deadline (75 s here), logging nothing, then failed with
+    EOSKAFKA_TRANSACTION_OUTCOME_UNKNOWN ("their coordinator moved or could not be
+    reached"), and so did every restart after it. Now the commit itself confirms its
+    transaction from the log (invariant 9): the hanging partition is named and ended with
+    an ABORT marker within seconds, and its records are copied from the log before the
+    commit returns: every record once, nothing open."""
     create_topic(bootstrap, unique, partitions=2)
     sink = Harness(bootstrap, unique, unique, tmp_path / "ckpt")
     sink.driver.prepare(new_run=True)
     with sink.wire() as wire:
         handoff = _hanging_handoff(sink, wire, "b0")
-    faults("commit.before_done=raise")
-    with pytest.raises(InjectedFault):
-        sink.driver.commit(0, [handoff], tasks=1)
-    faults("")
-    restarted = Harness(bootstrap, unique, unique, tmp_path / "ckpt")
     began = time.monotonic()
-    restarted.driver.prepare(new_run=True)  # the roll-forward meets the hanging partition
+    sink.driver.commit(0, [handoff], tasks=1)  # its confirmation meets the hanging partition
     assert time.monotonic() - began < 60
     assert any("hanging transaction" in r.getMessage() for r in caplog.records)
-    assert_once_on_kafka(restarted, Counter(vals("b0p0") + vals("b0p1")))
+    assert_once_on_kafka(sink, Counter(vals("b0p0") + vals("b0p1")))
 
 
 def test_txns_finds_a_hanging_transaction_and_names_the_command(

@@ -118,10 +118,10 @@ def conf_checkpoint(handoffs: Sequence[TxnHandoff], query_name: str | None,
     """Spark's checkpoint of a query given only ``spark.sql.streaming.checkpointLocation``:
     ``<conf>/<queryName>``, else the ``<conf>/<uuid>`` whose ``metadata`` names
     ``query_id``. None when no task reported the conf (nothing to read)."""
-    roots = {h.extra.get(CONF_KEY) for h in handoffs if h.extra.get(CONF_KEY)}
+    roots = {str(h.extra[CONF_KEY]) for h in handoffs if h.extra.get(CONF_KEY)}
     if not roots:
         return None
-    root = str(sorted(roots)[0]).rstrip("/")
+    root = sorted(roots)[0].rstrip("/")
     if query_name:
         found = spark_query_id(f"{root}/{query_name}")
         if query_id and found != query_id:

@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from kafka.record import MemoryRecords
@@ -58,7 +58,7 @@ class CopyLimits:
         """The defaults, or a test's override from ``EOSKAFKA_TEST_RECOVERY_LIMITS``."""
         spec = os.environ.get(LIMITS_ENV, "")
         kinds = {f.name: f.type for f in fields(cls)}
-        values = {}
+        values: dict[str, Any] = {}
         for item in filter(None, (s.strip() for s in spec.split(","))):
             name, _, value = item.partition("=")
             values[name] = float(value) if kinds[name] == "float" else int(value)

@@ -344,11 +344,11 @@ def test_a_file_of_a_newer_format_is_refused_naming_it_and_the_fix(where: str,
     log.record_recovery(1, [_handoff("p-2")])
     log.save_pool(log.pool())
     name = file if not file.startswith(".") else log._name(1, file)
-    _rewrite(log, name, format=3)
+    _rewrite(log, name, format=4)
     with pytest.raises(DecisionLogFormatError, match="EOSKAFKA_DECISION_LOG_FORMAT") as err:
         _NEWER[file](log)
     assert all(s in str(err.value) for s in (
-        name, "format 3", "formats up to 2", "Upgrade eoskafka", "decisionLogLocation"))
+        name, "format 4", "formats up to 3", "Upgrade eoskafka", "decisionLogLocation"))
 
 
 def test_files_carry_format_and_token_and_version_1_files_stay_readable(where: str) -> None:
@@ -358,10 +358,10 @@ def test_files_carry_format_and_token_and_version_1_files_stay_readable(where: s
     log.mark_done(1)
     log.save_pool(log.pool())
     decision = log._read(log._name(1, ".json"))
-    assert decision["format"] == 2 and decision["handoffs"][0]["format"] == 2
+    assert decision["format"] == 3 and decision["handoffs"][0]["format"] == 2
     assert decision["token"] == log.get(1).token != ""
     assert log._read(log._name(1, ".done"))["token"] == decision["token"]
-    assert log._read("pool.json")["format"] == 2 and log._read("lineage.json")["format"] == 2
+    assert log._read("pool.json")["format"] == 3 and log._read("lineage.json")["format"] == 3
     for name in (log._name(1, ".json"), log._name(1, ".done"), "pool.json", "lineage.json"):
         _rewrite(log, name, format=None, token=None)  # as version 1 wrote them
     with log.fs.open_output_stream(log._path(log._name(1, ".json"))) as out:

@@ -29,8 +29,10 @@ from ...errors import DecisionLogConflictError, DecisionLogFormatError, Decision
 from ...faults import fault_point
 
 #: The file format this eoskafka writes (each file's ``"format"``; none means version 1).
-#: Older formats stay readable; a newer one is refused (docs/compatibility.md).
-FORMAT = 2
+#: Older formats stay readable; a newer one is refused (docs/compatibility.md). 3: a
+#: ``.recovery`` may hold several recovery transactions, each naming the offset ranges it
+#: copied; a reader of 2 would take the first for the whole copy.
+FORMAT = 3
 #: Object stores' create-only-if-absent (:meth:`DecisionFiles._claim`): a candidate's owner
 #: writes the final file within ``_CLAIM_S`` of starting its candidate, or retries; a
 #: candidate ``_STALE_S`` older than a newer one (store clock) was left by a driver that

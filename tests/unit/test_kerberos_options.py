@@ -111,7 +111,7 @@ def test_without_gssapi_the_error_says_what_to_install(monkeypatch: pytest.Monke
     with pytest.raises(KerberosError) as info:
         credentials(settings)
     text = str(info.value)
-    assert "pip install 'eoskafka[kerberos]'" in text and "libkrb5-dev" in text
+    assert "pip install '.[kerberos]'" in text and "libkrb5-dev" in text
     assert "executor" in text
 
 

@@ -36,8 +36,9 @@ from ..client.kerberos import JAAS, KRB5_CONF, SERVICE, KerberosSettings
 from ..errors import AuthenticationError
 
 INSTALL = ("install eoskafka with its [kerberos] extra (from a clone: pip install "
-           "'.[kerberos]') in the Python of the driver and of every executor; it builds against MIT Kerberos' headers: apt-get install libkrb5-dev "
-           "(Debian, Ubuntu) or dnf install krb5-devel (Fedora, RHEL) first")
+           "'.[kerberos]') in the Python of the driver and of every executor; it builds "
+           "against MIT Kerberos' headers: apt-get install libkrb5-dev (Debian, Ubuntu) or "
+           "dnf install krb5-devel (Fedora, RHEL) first")
 
 #: MIT krb5 error codes (krb5_err.h, ERROR_TABLE_BASE_krb5 = -1765328384) as GSS minor
 #: codes (unsigned 32-bit), by their offset in the table.

@@ -55,7 +55,8 @@ class World:
     new_run: bool = True
     #: Every (batch id, shift) ever planned: its rows are the batch's content.
     planned: set[tuple[int, int]] = field(default_factory=set)
-    #: offsets/N as it was before the operator rewound it (put back on a refusal).
+    #: offsets/N as it was when batch N last committed, kept from the first rewind after
+    #: that (a later rewind's replans never committed): put back on a refusal.
     saved: dict[int, str] = field(default_factory=dict)
     shift_next: dict[int, int] = field(default_factory=dict)
     rewinds: int = 0
@@ -154,6 +155,7 @@ class World:
         finally:
             os.environ.pop(faults.ENV, None)
         self.new_run = False
+        self.saved.pop(batch, None)  # its range now is the one committed
         return f"batch {batch} committed"
 
     def crash(self, action: Action) -> str:
@@ -167,6 +169,7 @@ class World:
         if code == -signal.SIGKILL:
             return f"batch {batch}: killed at {action.point}"
         if code == 0:
+            self.saved.pop(batch, None)
             return f"batch {batch} committed ({action.point or 'no point'} not met)"
         if code == driver.RAISED and raised:
             return "; ".join(self.failed(batch, r) for r in raised)
@@ -185,7 +188,7 @@ class World:
         if not ids:
             return "nothing to rewind"
         batch = ids[-1]
-        self.saved[batch] = (self.query.checkpoint / "offsets" / str(batch)).read_text()
+        self.saved.setdefault(batch, (self.query.checkpoint / "offsets" / str(batch)).read_text())
         self.rewinds += 1
         self.shift_next[batch] = 5 * self.rewinds
         self.query.rewind(batch)

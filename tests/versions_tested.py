@@ -28,10 +28,11 @@ PYTHONS = ("3.11", "3.12", "3.13")
 TARGETS = {
     "test-kafka": "every broker and Spark test",
     "test-kafka-faults-broker": "the broker-level fault cases (3-node failover, timeouts, "
-                                "the crash-point sweep)",
+                                "the crash-point sweep, the sequence explorer)",
     "test-kafka-faults-spark": "the Spark-level fault cases (driver kills)",
     "chaos": "the chaos round (3 nodes)",
     "chaos-operator": "the operator round (3 nodes)",
+    "failover": "the failover check (3 nodes, a kill at every commit step)",
     "test-tansu": "unit and deployment tests, the sink protocol, the smoke and Tansu-only "
                   "cases",
 }

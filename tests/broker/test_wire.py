@@ -269,9 +269,9 @@ def test_log_cursor_gives_the_broker_time_below_the_high_watermark(
     real_request = fetch_module._fetch_request
     waits: list[int] = []
 
-    def spy(version: int, wants: Any, max_bytes: int, max_wait_ms: int) -> Any:
+    def spy(version: int, wants: Any, max_bytes: int, max_wait_ms: int, *rest: Any) -> Any:
         waits.append(max_wait_ms)
-        return real_request(version, wants, max_bytes, max_wait_ms)
+        return real_request(version, wants, max_bytes, max_wait_ms, *rest)
 
     monkeypatch.setattr(fetch_module, "_fetch_request", spy)
     started = time.monotonic()

@@ -254,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
             failed_runs = pipeline.count("query_failed")
             verdict.row("query runs failed (failover: none expected)", failed_runs,
                         problem=bool(failed_runs))
+            for event in (e for e in pipeline.events if e["event"] == "query_failed"):
+                verdict.row(f"  run {event.get('run')} failed with", event.get("error"))
         if len(chaos.log.records) < len(planned):
             verdict.row("faults planned / injected (fault window)",
                         f"{len(planned)} / {len(chaos.log.records)}")

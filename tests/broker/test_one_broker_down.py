@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,13 @@ from eos_kafka_source.sink.naming import TransactionalIdFactory
 from eos_kafka_source.wire.cluster import create_topic, fetch_metadata, find_coordinator
 from eos_kafka_source.wire.kept import close_kept
 from tests.broker.conftest import in_sync_wire
-from tests.broker.test_kept_lookups import _checkpoint, _committed, _task, _writer
+from tests.broker.test_kept_lookups import (  # _nothing_kept: its autouse fixture
+    _checkpoint,
+    _committed,
+    _nothing_kept,  # noqa: F401
+    _task,
+    _writer,
+)
 from tests.oracle import assert_no_open_transactions
 from tests.sink_harness import vals
 
@@ -33,14 +38,6 @@ pytestmark = [pytest.mark.kafka_only, pytest.mark.faults]
 #: New wires made one after another while the dead node is still listed (each picked "any
 #: node" at random among three: all nine avoid the dead one by luck 2.6% of the time).
 NEW_WIRES = 9
-
-
-@pytest.fixture(autouse=True)
-def _nothing_kept() -> Iterator[None]:
-    recall.forget_all()
-    yield
-    recall.forget_all()
-    close_kept()
 
 
 def _create(bootstrap: str, topic: str, partitions: int) -> None:

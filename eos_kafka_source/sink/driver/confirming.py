@@ -112,12 +112,19 @@ def _verdict(report: FinishReport, handoff: TxnHandoff,
     done."""
     aborted = [f"{p.topic}-{p.partition}" for p, commit in found if commit is False]
     if aborted:
-        report.lost.append((handoff, "EndTxn answered NONE, but the log: ABORT marker in "
-                            f"{', '.join(aborted)} (an operator's abort of those partitions?)"))
-        if len(aborted) < len(found):
-            report.partly_committed.add(handoff.transactional_id)
+        _lost(report, handoff, "EndTxn answered NONE, but the log: ABORT marker in "
+              f"{', '.join(aborted)} (an operator's abort of those partitions?)",
+              partly=len(aborted) < len(found))
         return False
     return True
+
+
+def _lost(report: FinishReport, handoff: TxnHandoff, why: str, *, partly: bool) -> None:
+    """An ABORT found for a transaction EndTxn said committed: lost, and, when the other
+    partitions committed, partly committed (its decision is never withdrawn)."""
+    report.lost.append((handoff, why))
+    if partly:
+        report.partly_committed.add(handoff.transactional_id)
 
 
 def _from_markers(wire: KafkaWire, report: FinishReport, handoff: TxnHandoff,
@@ -146,9 +153,7 @@ def _from_markers(wire: KafkaWire, report: FinishReport, handoff: TxnHandoff,
             pause = min(pause * 2, _RETRY_S[1])
     said = f"EndTxn answered NONE, but the log: {found.why}"
     if found.aborted:
-        report.lost.append((handoff, said))
-        if len(found.aborted) < len(found.partitions):
-            report.partly_committed.add(handoff.transactional_id)
+        _lost(report, handoff, said, partly=len(found.aborted) < len(found.partitions))
         return False
     if found.pending:
         report.unknown.append((handoff, said))

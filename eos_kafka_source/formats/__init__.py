@@ -1,0 +1,19 @@
+"""Schema'd payloads: Avro, Protobuf and JSON Schema in Confluent's wire format.
+
+A value (or key) in Confluent's wire format is a zero byte, a 4-byte big-endian schema id,
+(Protobuf only) the message indexes, then the encoded record. The schemas live in a
+registry that speaks Confluent's REST API. eoskafka decodes and encodes whole Arrow
+columns inside its own reader and writer, so a PySpark job needs no JVM jar.
+
+Modules, one job each:
+
+- :mod:`.schemas`   -- the shared vocabulary: a registered schema, the lookup interface the
+  codecs use, a decoded column.
+- :mod:`.framing`   -- the 5-byte header (and Protobuf's message indexes): split and build.
+- :mod:`.registry`  -- the HTTP client for Confluent's REST API (ccompat), with sign-ins, TLS
+  and a per-process cache.
+- :mod:`.avro`, :mod:`.protobuf`, :mod:`.json_schema` -- one codec per format: the reader
+  schema as an Arrow/Spark type, decode a binary column, encode a struct column.
+- :mod:`.options`   -- ``valueFormat``/``keyFormat`` and the ``schema.registry.*`` options,
+  parsed once into frozen objects.
+"""

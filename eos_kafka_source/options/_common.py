@@ -12,6 +12,7 @@ from ..client.keys import (
     shown,
 )
 from ..errors import ConfigError
+from ..formats.options import REGISTRY_PREFIX, SINK_FORMAT_OPTIONS, SOURCE_FORMAT_OPTIONS
 
 SOURCE_OPTIONS = (
     "subscribe", "subscribePattern", "assign",
@@ -21,6 +22,8 @@ SOURCE_OPTIONS = (
     "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
     "minPartitions", "maxRecordsPerPartition", "maxPartitions", "failOnDataLoss", "includeHeaders",
     "fetchMaxBytes", "kafkaConsumer.pollTimeoutMs",
+    # Schema'd payloads (formats/options.py); schema.registry.* keys are the registry's.
+    *SOURCE_FORMAT_OPTIONS,
 )
 #: Spark Kafka source options accepted for compatibility; they have no effect here.
 SOURCE_IGNORED = ("groupIdPrefix", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs")
@@ -32,6 +35,7 @@ SINK_OPTIONS = (
     # Spark users pass the source's includeHeaders to the sink too; as in Spark's sink, a
     # headers column is written whenever the input has one, so the option only validates.
     "includeHeaders",
+    *SINK_FORMAT_OPTIONS,
 )
 
 MAX_FETCH_BYTES = 32 * 1024 * 1024
@@ -49,7 +53,8 @@ def _get(opts: Mapping[str, str], name: str) -> str | None:
 def _reject_unknown(opts: Mapping[str, str], allowed: Iterable[str], role: str) -> None:
     known = list(allowed)
     lowered = {k.lower() for k in known}
-    unknown = sorted(k for k in opts if not k.startswith(PREFIX) and k not in lowered)
+    unknown = sorted(k for k in opts if not k.startswith((PREFIX, REGISTRY_PREFIX))
+                     and k not in lowered)
     if unknown:
         hints = ", ".join(
             f"'{k}'" + (f" (did you mean '{c}'?)" if (c := closest(k, known)) else "")
@@ -57,7 +62,7 @@ def _reject_unknown(opts: Mapping[str, str], allowed: Iterable[str], role: str) 
         raise ConfigError(
             f"unknown option{'s' if len(unknown) > 1 else ''} for the eoskafka {role}: "
             f"{hints}. Names are case-insensitive; the {role} accepts "
-            f"{', '.join(known)} and kafka.* settings. Fix or remove it.")
+            f"{', '.join(known)}, kafka.* and schema.registry.* settings. Fix or remove it.")
 
 
 @overload

@@ -88,6 +88,28 @@ SOURCE = (
         "stream:fetch_max_bytes"),
     Opt("kafkaConsumer.pollTimeoutMs", "120000 (2 min)", "how long a task waits for its planned "
         "offsets to be readable", "stream:poll_timeout_ms"),
+    Opt("valueFormat", "`raw`", "`avro`, `protobuf` or `json`: decode `value` from "
+        "Confluent's wire format into a struct, with the reader schema from the registry "
+        "([formats](formats.md)); needs `schema.registry.url`", "const:eos_kafka_source."
+        "formats.options:RAW"),
+    Opt("keyFormat", "`raw`", "the same for `key`", "const:eos_kafka_source.formats.options:RAW"),
+    Opt("valueSubject", "`<topic>-value` (one topic read)", "the subject whose version is the "
+        "reader schema; required for several topics or a pattern unless an id or text is given"),
+    Opt("keySubject", "`<topic>-key` (one topic read)", "the same for `key`"),
+    Opt("valueSchemaVersion", "`latest`, fixed when the query starts", "the reader schema's "
+        "version in the subject (a number)"),
+    Opt("keySchemaVersion", "`latest`", "the same for `key`"),
+    Opt("valueSchemaId", "none", "the reader schema by registry id instead of subject version"),
+    Opt("keySchemaId", "none", "the same for `key`"),
+    Opt("valueSchema", "none", "the reader schema's text (Avro JSON, JSON Schema, or a "
+        ".proto) instead of a registered one; writer schemas still come from the registry"),
+    Opt("keySchema", "none", "the same for `key`"),
+    Opt("mode", "`FAILFAST`", "`PERMISSIVE`: a payload that does not decode gives a null "
+        "`value` and its reason in a `valueError` string column (`keyError` for keys); "
+        "`FAILFAST` fails the query naming topic, partition and offset. Spark's `from_avro` "
+        "names", "const:eos_kafka_source.formats.schemas:FAILFAST"),
+    Opt("includeSchemaId", "`false`", "add int columns `valueSchemaId` (and `keySchemaId`): "
+        "each record's writer schema id"),
     Opt("groupIdPrefix", "", "accepted for Spark jobs that set it; no effect"),
     Opt("fetchOffset.numRetries", "", "accepted for Spark jobs that set it; no effect"),
     Opt("fetchOffset.retryIntervalMs", "", "accepted for Spark jobs that set it; no effect"),
@@ -121,6 +143,27 @@ SINK = (
     Opt("producer.batchRecords", "10000", "records per produce batch", "sink:linger_records"),
     Opt("includeHeaders", "`false`", "accepted as Spark's sink accepts it; a `headers` column "
         "is written whenever the input has one"),
+    Opt("valueFormat", "`raw`", "`avro`, `protobuf` or `json`: encode a struct `value` in "
+        "Confluent's wire format with a registered schema ([formats](formats.md)); needs "
+        "`schema.registry.url`"),
+    Opt("keyFormat", "`raw`", "the same for `key`"),
+    Opt("valueSubject", "none (from the strategy)", "write under this subject, whatever the "
+        "strategy"),
+    Opt("keySubject", "none (from the strategy)", "the same for `key`"),
+    Opt("value.subject.name.strategy", "`TopicNameStrategy`", "`RecordNameStrategy`, "
+        "`TopicRecordNameStrategy`, or Confluent's class names; a `topic` column needs "
+        "`RecordNameStrategy` or `valueSubject`"),
+    Opt("key.subject.name.strategy", "`TopicNameStrategy`", "the same for `key`"),
+    Opt("auto.register.schemas", "`true`", "register the schema derived from the column's "
+        "type at query start (an incompatible one fails the query then, with the registry's "
+        "reasons); `false`: it must be registered already"),
+    Opt("use.latest.version", "`false`", "with `auto.register.schemas=false`: write with the "
+        "subject's latest version (checked against the column at start)"),
+    Opt("recordName", "`topLevelRecord`", "the derived schema's record (Avro), message "
+        "(Protobuf) or title (JSON Schema) name, as spark-avro's `to_avro`",
+        "const:eos_kafka_source.formats.options:RECORD_NAME"),
+    Opt("recordNamespace", "none", "the derived schema's namespace (Avro) or package "
+        "(Protobuf)"),
     Opt("queryName", "none", "Spark's own (`writeStream.queryName(...)`), passed to the sink; "
         "with `spark.sql.streaming.checkpointLocation` instead of a `checkpointLocation` "
         "option, Spark's checkpoint is `<that conf>/<queryName>`"),

@@ -9,6 +9,7 @@ from ..client.config import ClientConfig
 from ..client.keys import PREFIX, normalize_options, refuse_other_side
 from ..client.table import SINK
 from ..errors import ConfigError
+from ..formats.options import WriteFormats
 from ._common import (
     _ID_PREFIX,
     MAX_TRANSACTION_TIMEOUT_MS,
@@ -107,6 +108,8 @@ class SinkOptions:
     #: one record per batch, as in Java). ``kafka.linger.ms`` needs no field: a task
     #: batches from rows it already holds and flushes at its end, so it never waits.
     batch_bytes: int = DEFAULT_BATCH_BYTES
+    #: ``valueFormat``/``keyFormat`` and the schema options; None when both are raw.
+    formats: WriteFormats | None = None
 
     @property
     def exactly_once(self) -> bool:
@@ -156,4 +159,5 @@ class SinkOptions:
             batch_bytes=_int(opts, PREFIX + "batch.size", DEFAULT_BATCH_BYTES, minimum=0,
                              why=" It caps a produce batch's bytes, like the Java "
                                  "producer's; e.g. 1048576.") or 0,
+            formats=WriteFormats.parse(opts),
         )

@@ -13,6 +13,7 @@ from ..client.config import ClientConfig
 from ..client.keys import PREFIX, normalize_options, refuse_other_side
 from ..client.table import SOURCE
 from ..errors import ConfigError
+from ..formats.options import ReadFormats
 from ..offsets import (
     EARLIEST,
     LATEST,
@@ -75,6 +76,11 @@ class Subscription:
     topics: tuple[str, ...] = ()
     pattern: str | None = None
     assigned: tuple[TopicPartition, ...] = ()
+
+    @property
+    def named_topics(self) -> tuple[str, ...]:
+        """The topics named by ``subscribe`` or ``assign``; none for a pattern."""
+        return self.topics or tuple(dict.fromkeys(t for t, _ in self.assigned))
 
     def matches(self, topic: str) -> bool:
         """Whether ``topic`` belongs to the subscription."""
@@ -291,6 +297,8 @@ class SourceOptions:
     progress_group: str | None = None
     #: ``kafka.check.crcs``: verify each batch's CRC-32C as it is read.
     check_crcs: bool = False
+    #: ``valueFormat``/``keyFormat`` and the schema options; None when both are raw.
+    formats: ReadFormats | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -340,4 +348,5 @@ class SourceOptions:
             poll_timeout_ms=_int(opts, "kafkaConsumer.pollTimeoutMs", 120_000),
             progress_group=(_get(opts, PREFIX + "group.id") or None) if streaming else None,
             check_crcs=_bool(opts, PREFIX + "check.crcs", False),
+            formats=ReadFormats.parse(opts, subscription.named_topics),
         )

@@ -23,12 +23,14 @@ def test_valid_options_of_any_role_pass(options: dict[str, str]) -> None:
 
 @pytest.mark.parametrize(("options", "needle"), [
     ({"subscribe": "t", "subscribee": "t"}, "did you mean 'subscribe'"),
-    ({"subscribe": "t", "valueFormat": "avro"}, "'valueformat'"),
+    ({"subscribe": "t", "valueFormatt": "avro"}, "did you mean 'valueFormat'"),
+    ({"subscribe": "t", "valueFormat": "avro"}, "schema.registry.url"),
     ({"subscribe": "t", "maxOffsetsPerTrigger": "lots"}, "maxOffsetsPerTrigger"),
     ({"topic": "out", "transactionalIdPrefx": "app"}, "did you mean 'transactionalIdPrefix'"),
     ({"topic": "out", "delivery.guarantee": "twice"}, "delivery.guarantee must be one of"),
     ({"topc": "out"}, "did you mean 'topic'"),
-], ids=["read typo", "read unknown", "read value", "write typo", "write value", "either"])
+], ids=["read typo", "read unknown", "read no registry", "read value", "write typo",
+        "write value", "either"])
 def test_what_every_role_refuses_is_refused(options: dict[str, str], needle: str) -> None:
     with pytest.raises(ConfigError) as info:
         check_any_role({**BOOT, **options})

@@ -59,7 +59,7 @@ _TIMES = os.environ.get("EOSKAFKA_TEST_TIMES")
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """With ``EOSKAFKA_TEST_TIMES=FILE``: one line per test phase (seconds, phase, broker,
     outcome, test) appended to FILE, for every pytest run of a `make test` or CI run; where the
-    minutes go (docs/development.md)."""
+    minutes go (CONTRIBUTING.md)."""
     if _TIMES:
         with open(_TIMES, "a") as out:
             out.write(f"{report.duration:.2f}\t{report.when}\t{BROKER_KIND}\t{report.outcome}\t"

@@ -3,8 +3,8 @@
 A commit of many transactions spreads its EndTxns over several connections per broker
 (``wire/spread.py``). A kept wire (``wire/kept.py``) has them from a query's second batch
 on; :func:`opening_lanes` opens them for the first one in the background while the driver
-reads its log, checks liveness and writes the decision (docs/scale.md). Only connections
-are opened here, never a request of the protocol.
+reads its log, checks liveness and writes the decision (benchmarks/scale/RESULTS.md). Only
+connections are opened here, never a request of the protocol.
 Runs on: the driver (commit worker).
 """
 
@@ -57,7 +57,8 @@ def opening_lanes(wire: KafkaWire, transactions: int) -> Iterator[Lanes]:
 
     A kept wire (``wire/kept.py``) has them from the query's first batch on; the first batch
     opened them inside its EndTxn round: about 50 connections, each a bootstrap, metadata
-    and one handshake per broker, for 1,000 transactions on three brokers (docs/scale.md).
+    and one handshake per broker, for 1,000 transactions on three brokers
+    (benchmarks/scale/RESULTS.md).
     Only connections are opened here; no request of the protocol is sent. The lanes are
     sized as :func:`~eos_kafka_source.wire.spread.lanes_for` will size them, from the
     brokers the wire knows (the coordinators are not looked up yet): transactions spread

@@ -219,7 +219,7 @@ class DriverProtocol(Outcomes, Aborting):
         transactions = sum(h.open for h in handoffs)
         # The EndTxn round's connections open while the log is read, the transactions are
         # checked and the decision is written (lanes.opening_lanes): a query's first
-        # commit no longer opens them all inside its EndTxn round (docs/scale.md).
+        # commit no longer opens them all inside its EndTxn round (benchmarks/scale/RESULTS.md).
         with self.wire_factory() as wire, opening_lanes(wire, transactions) as lanes:
             timed.mark("connect")
             if decisions is not None:

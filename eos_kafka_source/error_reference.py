@@ -35,6 +35,8 @@ class Entry:
     #: "no" or what may be missing or doubled, in a few words.
     data: str
     action: str
+    #: Markdown after the four fields, for a condition whose message varies (a table).
+    details: str = ""
 
 
 _NO = "no"
@@ -84,9 +86,8 @@ ENTRIES: tuple[Entry, ...] = (
           _NO, "see [security](security.md#delegation-tokens)"),
     Entry("EOSKAFKA_CONNECTION_DROPPED",
           "a broker closed the connection instead of answering",
-          "a broker restart, a listener that does not speak the configured protocol (TLS "
-          "against plaintext), a proxy timeout",
-          "no: requests are retried where safe; a task that fails is retried by Spark",
+          "a broker restart, TLS against a plaintext listener, a proxy timeout",
+          "no: requests are retried where safe, failed tasks by Spark",
           "if it persists, check the listener's security protocol and the broker's log"),
     Entry("EOSKAFKA_TOPIC_NOT_FOUND",
           "a topic the query names does not exist",
@@ -101,17 +102,14 @@ ENTRIES: tuple[Entry, ...] = (
           "the starting offsets ([lifecycle](lifecycle.md))"),
     Entry("EOSKAFKA_AVAILABLE_NOW_BACKLOG_TOO_LARGE",
           "a `Trigger.AvailableNow` run on pyspark 4.0/4.1 would end with input unread",
-          "Spark 4.0/4.1 end such a run at the source's first answer (one batch), and the "
-          "backlog exceeds `maxOffsetsPerTrigger` (or the default read bound), or "
-          "`minOffsetsPerTrigger` held it back",
+          "Spark 4.0/4.1 end such a run after one batch, and the backlog exceeds "
+          "`maxOffsetsPerTrigger` (or the default [read bound](glossary.md#read-bound))",
           "no: the query fails before reading anything",
-          "run on pyspark 4.2+; or raise `maxOffsetsPerTrigger` to the number named (one "
-          "batch must fit the sink's transaction timeout); or use a processing-time trigger "
-          "([options](options.md#notes-on-reading))"),
+          "run on pyspark 4.2+, raise `maxOffsetsPerTrigger` to the number named, or use a "
+          "processing-time trigger ([options](options.md#notes-on-reading))"),
     Entry("EOSKAFKA_CORRUPT_RECORD",
           "a record batch read from the broker failed its CRC or could not be parsed",
-          "a damaged log segment, a proxy that altered bytes, a client that wrote a "
-          "malformed batch",
+          "a damaged log segment, a proxy that altered bytes, a malformed batch",
           "the batch named (topic, partition, offset) cannot be read",
           "check the partition with `kafka-dump-log.sh`; the query fails rather than skip it"),
     Entry("EOSKAFKA_TIMEOUT",
@@ -119,32 +117,54 @@ ENTRIES: tuple[Entry, ...] = (
           "a batch longer than `kafka.transaction.timeout.ms` (Kafka aborted it), a "
           "coordinator that kept moving, a broker that stopped answering",
           "no: nothing of the batch was committed; it replays",
-          "for a batch too long for the timeout: raise `kafka.transaction.timeout.ms` or "
-          "lower `maxOffsetsPerTrigger` ([sizing](operations.md#sizing-the-transaction-"
-          "timeout))"),
+          "a batch too long: raise `kafka.transaction.timeout.ms` or lower "
+          "`maxOffsetsPerTrigger` ([sizing](operations.md#sizing-the-transaction-timeout))"),
     Entry("EOSKAFKA_TRANSACTION_LOST",
           "a handed-off transaction could not be committed, or decided records could not "
           "be copied back from the log",
-          "a fence or a zombie before the decision (nothing committed: the batch replays); "
-          "after the decision, the log no longer holding aborted records (retention, "
-          "compaction), or a decided transaction's records and marker (committed or lost: "
-          "the log no longer tells); a half-committed batch write without "
-          "`decisionLogLocation`",
+          "by the message's first words, in the table below",
           "only when the message says LOST: the named partitions and counts",
-          "read the message's first words against [the table](operations.md#eoskafka_"
-          "transaction_lost); a final loss is recorded once and the query goes on"),
+          "read the message's first words against the table below; a final loss is "
+          "recorded once and the query goes on",
+          "\n".join((
+              "| the message says | what happened | what you do |",
+              "|---|---|---|",
+              "| \"*N of its transactions were fenced after their tasks handed them over*\" "
+              "| before the decision, a [zombie](glossary.md#zombie), an operator's fence or "
+              "Kafka's timeout aborted one | nothing committed: restart, the batch replays; "
+              "find who fenced (`eoskafka fence` on a running query, a second query on the "
+              "prefix, `spark.speculation`) |",
+              "| \"*no transaction could be committed (fenced or expired)*\" | a decided "
+              "batch none of whose transactions committed; the decision is withdrawn | "
+              "nothing is lost: the batch replays on restart |",
+              "| \"*... the log no longer holds their records ... LOST*\" | Kafka aborted "
+              "decided transactions (the driver down past the transaction timeout, a fence, "
+              "`kafka-transactions.sh abort`) and retention removed their records before the "
+              "copy (\"*committed or lost*\": the marker went too) | the named partitions "
+              "and counts are missing; rerun that input range (`<checkpoint>/offsets/` of "
+              "the batch and the one before) with a batch read and write |",
+              "| \"*the batch write could not commit N transaction(s) after M others "
+              "were*\" | a batch `df.write` without `decisionLogLocation` half committed | "
+              "the named records are missing; give batch writes a `decisionLogLocation` |",
+              "| \"*refusing hand-offs written with transaction protocol generation*\" | "
+              "executors and driver run different eoskafka versions | install one version "
+              "everywhere, restart |",
+              "| \"*refusing hand-offs that do not belong to this query's id prefix*\", "
+              "\"*whose epoch the driver has already fenced*\" | a hand-off from another "
+              "query or a zombie | nothing of this query is lost; look for two queries "
+              "sharing a checkpoint or prefix |"))),
     Entry("EOSKAFKA_TRANSACTION_OUTCOME_UNKNOWN",
           "whether some EndTxn committed is not known yet",
           "the transaction coordinator moved or could not be reached until the deadline, "
           "or the log could not be read",
           "no: the decision is kept",
-          "restart the query once the brokers hosting `__transaction_state` are healthy: the "
-          "restart finishes the decision before any task starts"),
+          "restart once the brokers hosting `__transaction_state` are healthy: the restart "
+          "[rolls the batch forward](glossary.md#roll-forward)"),
     Entry("EOSKAFKA_HANGING_TRANSACTION",
           "a decided transaction hangs on a partition: its coordinator ended it, but no "
           "marker reached that partition and none will (KIP-664)",
-          "Kafka's marker manager skipped the partition (seen after coordinator and leader "
-          "kills), and the query's principal may not write markers (CLUSTER_ACTION)",
+          "Kafka skipped the partition (after coordinator and leader kills), and the "
+          "query's principal may not write [markers](glossary.md#marker) (CLUSTER_ACTION)",
           "no: the decision is kept",
           "run the `kafka-transactions.sh ... abort` command the message names, then "
           "restart the query: it copies the partition's records from the log "
@@ -175,18 +195,17 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("EOSKAFKA_CHECKPOINT_UNREADABLE",
           "Spark's checkpoint files (`metadata`, `offsets/N`) cannot be read, so a replayed "
           "batch cannot be told from a rewound one",
-          "a scheme pyarrow has no filesystem for (`dbfs:`, `viewfs:`), the store's error, "
-          "`offsets/N` missing on a batch id already committed",
+          "a scheme pyarrow cannot read (`dbfs:`, `viewfs:`), the store's error, a missing "
+          "`offsets/N`",
           "no: refused before anything is committed or aborted",
           "give `checkpointLocation` as a URI pyarrow reads (file://, s3://, gs://, abfs://, "
           "hdfs://); a store error: restart once it answers"),
     Entry("EOSKAFKA_DECISION_LOG_ELSEWHERE",
           "the decision log would not be where Spark's checkpoint is",
           "a `checkpointLocation` without a scheme that Spark resolved on `fs.defaultFS` "
-          "(`hdfs:` on YARN, `dbfs:` on Databricks); a prefix claim whose decision log is on "
-          "another host's local disk",
-          "no: refused before any task writes (without it, a replay after a lost driver "
-          "would be committed twice)",
+          "(`hdfs:` on YARN, `dbfs:` on Databricks); a [claim](glossary.md#claim) whose "
+          "decision log is on another host's local disk",
+          "no: refused before any task writes",
           "give `checkpointLocation` with its scheme, as Spark resolves it; run the driver "
           "where the claim's decision log is"),
     Entry("EOSKAFKA_PREVIOUS_WRITE_COMPLETED",
@@ -256,17 +275,18 @@ def render() -> str:
         "`[EOSKAFKA_TRANSACTION_LOST] batch 7: ...`; the rest of the message names what "
         "happened and the fix. Look the condition up here.",
         "",
-        "| condition | data at risk | what to do |",
-        "|---|---|---|",
+        "| condition | means |",
+        "|---|---|",
     ]
     for e in ENTRIES:
-        out.append(f"| [`{e.condition}`](#{_anchor(e.condition)}) | {e.data} | {e.action} |")
+        out.append(f"| [`{e.condition}`](#{_anchor(e.condition)}) | {e.meaning} |")
     for e in ENTRIES:
         out += ["", f"## {e.condition}", "",
-                f"**Means**: {e.meaning}.", "",
-                f"**Likely causes**: {e.causes}.", "",
+                f"**Causes**: {e.causes}.", "",
                 f"**Data at risk**: {e.data}.", "",
-                f"**What to do**: {e.action}."]
+                f"**Fix**: {e.action}."]
+        if e.details:
+            out += ["", e.details]
     out += ["", "## The CLI's JSON documents", "",
             "Every `eoskafka` command takes `--json` and then prints one JSON document on "
             "stdout. Its `version` changes only when a field changes meaning or goes away; "

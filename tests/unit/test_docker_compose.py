@@ -1,7 +1,7 @@
 """docker/docker-compose.yml: parses, and carries what the exactly-once demo needs.
 
 No Docker engine runs on the development machine, so this is what is checked here;
-docs/compatibility.md says what was not run.
+README.md says what was not run.
 """
 
 from __future__ import annotations

@@ -60,10 +60,10 @@ SOURCE = (
         "JSON offsets (-1 latest)", "batch:ending.kind"),
     Opt("endingTimestamp", "", "batch reads only; same precedence as the starting options"),
     Opt("endingOffsetsByTimestamp", "", "batch reads only, per partition"),
-    Opt("maxOffsetsPerTrigger", "`1000000` on streaming reads (Spark: none)", "cap per "
-        "micro-batch, spread over partitions like Spark; exact on pyspark 4.2+, approximate "
-        "on 4.0/4.1 (see below). The default keeps a first batch over a backlog within the "
-        "sink's transaction timeout ([sizing](operations.md#sizing-the-transaction-timeout))",
+    Opt("maxOffsetsPerTrigger", "`1000000` on streaming reads (Spark: none)", "the "
+        "[read bound](glossary.md#read-bound): offsets per micro-batch, spread over partitions "
+        "like Spark; exact on pyspark 4.2+, approximate on 4.0/4.1 "
+        "([notes](#notes-on-reading))",
         "stream:max_offsets_per_trigger"),
     Opt("minOffsetsPerTrigger", "none", "as in Spark, where the Spark version supports it",
         "stream:min_offsets_per_trigger"),
@@ -79,8 +79,7 @@ SOURCE = (
         "tasks a batch (see [Notes on reading](#notes-on-reading))",
         "stream:max_partitions"),
     Opt("failOnDataLoss", "`true`", "offsets deleted by retention, and topics deleted while the "
-        "query runs (between batches or in the middle of a task), fail it "
-        "(`EOSKAFKA_DATA_LOSS`); `false` skips them with a warning",
+        "query runs, fail it (`EOSKAFKA_DATA_LOSS`); `false` skips them with a warning",
         "stream:fail_on_data_loss"),
     Opt("includeHeaders", "`false`", "add a `headers` column "
         "`array<struct<key string, value binary>>`", "stream:include_headers"),
@@ -118,24 +117,21 @@ SOURCE = (
 SINK = (
     Opt("topic", "none (a `topic` column then names it per row)", "output topic; wins over "
         "a `topic` column", "sink:topic"),
-    Opt("checkpointLocation", "", "Spark's own, required for streaming; the decision log "
-        "lives in `<checkpointLocation>/eoskafka/`, through pyarrow's filesystems (tested: "
-        "local paths and `s3://`; `gs://`, `abfs://`, `hdfs://` go the same way, untested). "
-        "The sink reads Spark's `metadata` and `offsets/N` there: a path without a scheme "
-        "that Spark resolved on another `fs.defaultFS` (`hdfs:` on YARN) is refused "
-        "(`EOSKAFKA_DECISION_LOG_ELSEWHERE`), and so is a scheme pyarrow lacks (`dbfs:`, "
-        "`EOSKAFKA_CHECKPOINT_UNREADABLE`): give it with its scheme, as Spark resolves it. "
-        "Given only as `spark.sql.streaming.checkpointLocation`, the sink finds it from the "
-        "tasks at commit and needs `decisionLogLocation`"),
+    Opt("checkpointLocation", "", "Spark's own, required for streaming; the "
+        "[decision log](glossary.md#decision-log) lives in `<checkpointLocation>/eoskafka/` "
+        "(tested: local paths and `s3://`; `gs://`, `abfs://`, `hdfs://` untested). Give it "
+        "with its scheme, as Spark resolves it: a path Spark resolved elsewhere, or a scheme "
+        "pyarrow cannot read (`dbfs:`), is refused ([cluster](cluster.md#where-state-lives)). "
+        "Given only as `spark.sql.streaming.checkpointLocation`, it needs "
+        "`decisionLogLocation`"),
     Opt("decisionLogLocation", "none", "keep the decision log here instead; gives a batch write "
         "a durable decision; a path without a scheme is the driver's local disk "
-        "(`s3a://` is read as `s3://`). Decisions are keyed by Spark's query id "
-        "(from `<checkpointLocation>/metadata`), so a log kept across a checkpoint reset "
-        "serves the new query; a log of another query's checkpoint is refused "
-        "(`EOSKAFKA_DECISION_LOG_CONFLICT`)"),
+        "(`s3a://` is read as `s3://`). A log kept across a checkpoint reset serves the new "
+        "query; another query's log is refused (`EOSKAFKA_DECISION_LOG_CONFLICT`)"),
     Opt("transactionalIdPrefix", "`eoskafka-<hash of the decision log's location>` "
         "(`decisionLogLocation`, else `checkpointLocation`); a batch write with neither: "
-        "`eoskafka-batch-<random>`", "the transactional-id prefix, stable across restarts; "
+        "`eoskafka-batch-<random>`", "the [prefix](glossary.md#transactional-"
+        "id-prefix), stable across restarts; "
         "claimed on the broker with the query id, so a second query using it is refused "
         "(`EOSKAFKA_TRANSACTIONAL_ID_CLASH`)"),
     Opt("delivery.guarantee", "`exactly_once`", "or `at_least_once`: idempotent writes, "
@@ -187,22 +183,22 @@ def _table(rows: tuple[Opt, ...], prefix: str = "") -> list[str]:
 
 
 def refused() -> list[str]:
-    """Every ``kafka.*`` key refused on both sides: refused or not applicable, and why."""
-    out = ["| option | status | why, and what to use |", "|---|---|---|"]
-    out += [f"| `{PREFIX}{name}` | {key.status} | {key.text} |"
-            for name, key in sorted(TABLE.items()) if key.status != HONOURED]
+    """Every ``kafka.*`` key refused on both sides: refused or not applicable, and why; keys
+    that share a reason share a row."""
+    rows: dict[tuple[str, str], list[str]] = {}
+    for name, key in sorted(TABLE.items()):
+        if key.status != HONOURED:
+            rows.setdefault((key.status, key.text), []).append(f"`{PREFIX}{name}`")
+    out = ["| options | status | why, and what to use |", "|---|---|---|"]
+    out += [f"| {', '.join(names)} | {status} | {text} |"
+            for (status, text), names in sorted(rows.items(), key=lambda r: r[1][0])]
     return out
 
 
 #: Said beside the sink options: what a batch costs is set by the tasks that write it.
 SCALE_NOTE = (
-    "**One transaction per writing task.** Every task that writes opens one Kafka "
-    "transaction, and the driver commits them all at the end of the batch. After a "
-    "shuffle that is `spark.sql.shuffle.partitions` tasks, 200 by default: 200 "
-    "transactions, and a COMMIT marker on every partition each one touched, every "
-    "micro-batch however few rows it holds. Coalesce before the sink (or lower the "
-    "shuffle partitions) to what the output needs; costs by tasks and partitions are in "
-    "[scale of one batch](scale.md).",
+    "Every task that writes is one Kafka transaction a batch: coalesce before the sink "
+    "([sizing](cluster.md#size-it)).",
 )
 
 

@@ -46,10 +46,11 @@ def test_every_accepted_option_has_a_line_and_every_line_is_accepted() -> None:
     kafka = {o.name for o in ref.CONNECTION + ref.SOURCE_KAFKA + ref.SINK_KAFKA}
     assert kafka == set(honoured())
     # every other key of the table is in the refused table, with its reason
-    page = ref.render()
+    rows = [line for line in ref.render().splitlines() if line.startswith("| `kafka.")]
     for name, key in TABLE.items():
         if key.status != HONOURED:
-            assert f"| `kafka.{name}` | {key.status} | {key.text} |" in page, name
+            assert any(f"`kafka.{name}`" in row.split(" | ")[0]
+                       and row.endswith(f" | {key.status} | {key.text} |") for row in rows), name
 
 
 def test_settings_the_code_reads_from_extra_are_honoured() -> None:

@@ -16,6 +16,8 @@ only wires it to Spark.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -78,21 +80,44 @@ class EosKafkaDataSource(DataSource):
         from .options.any_role import check_any_role
 
         check_any_role(self.options)
-        return kafka_schema(_include_headers(self.options))
+        base = kafka_schema(_include_headers(self.options))
+        formats = _read_formats(self.options)
+        if formats is None:
+            return base
+        from .formats.resolve import read_schema, resolve_read
+
+        # The reader schemas are looked up here, once: Spark pickles this object to the
+        # worker that creates the reader, which then decodes with exactly these.
+        self._payload = (formats, resolve_read(formats))
+        return read_schema(base, self._payload[1])
+
+    def _read_plan(self, formats: Any, schema: StructType) -> Any:
+        """The read's payload plan: the one :meth:`schema` resolved, else (a schema given
+        with ``.schema(...)``) resolved now; the given schema checked against it."""
+        if formats is None:
+            return None
+        from .formats.resolve import check_given, read_schema, resolve_read
+
+        got = getattr(self, "_payload", None)
+        plan = got[1] if got is not None and got[0] == formats else resolve_read(formats)
+        check_given(schema, read_schema(kafka_schema(_include_headers(self.options)), plan))
+        return plan
 
     @user_facing
     def reader(self, schema: StructType) -> DataSourceReader:
         from .options import SourceOptions
         from .source.batch_reader import EosKafkaBatchReader
 
-        return EosKafkaBatchReader(SourceOptions.parse(self.options, streaming=False), schema)
+        options = SourceOptions.parse(self.options, streaming=False)
+        return EosKafkaBatchReader(options, schema, self._read_plan(options.formats, schema))
 
     @user_facing
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from .options import SourceOptions
         from .source.stream_reader import EosKafkaStreamReader
 
-        return EosKafkaStreamReader(SourceOptions.parse(self.options, streaming=True), schema)
+        options = SourceOptions.parse(self.options, streaming=True)
+        return EosKafkaStreamReader(options, schema, self._read_plan(options.formats, schema))
 
     @user_facing
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
@@ -110,6 +135,20 @@ class EosKafkaDataSource(DataSource):
         from .sink.spark_writer import EosKafkaStreamWriter
 
         return EosKafkaStreamWriter(dict(self.options), schema)
+
+
+def _read_formats(options: Any) -> Any:
+    """A read's ReadFormats (None for raw payloads or a write); the options are valid."""
+    from .client.keys import normalize_options
+    from .formats.options import ReadFormats
+    from .options import Subscription
+
+    opts = normalize_options(options)
+    if not {"subscribe", "subscribepattern", "assign"} & set(opts):
+        return None  # a write: its writer resolves its schemas
+    if not {"valueformat", "keyformat"} & set(opts):
+        return None
+    return ReadFormats.parse(opts, Subscription.parse(opts).named_topics)
 
 
 def _include_headers(options: object) -> bool:

@@ -29,6 +29,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
 from ..errors import TransactionLostError
+from ..formats.plans import WritePlan
 from ..options import SinkOptions
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator, require_topics
 from ..wire.kept import kept_wire
@@ -87,7 +88,13 @@ class _Writer:
     def __init__(self, options: dict[str, str], schema: StructType, *, streaming: bool) -> None:
         self.options = dict(options)
         self.sink = SinkOptions.parse(self.options)
-        columns.validate(schema, self.sink.topic)
+        formats = self.sink.formats
+        columns.validate(schema, self.sink.topic,
+                         tuple(s.side for s in formats.sides) if formats else ())
+        self.schema = schema
+        #: valueFormat/keyFormat: the writer schemas, resolved on the driver before any task
+        #: (:meth:`resolve_payload`); None for raw payloads, and in the commit worker.
+        self.payload: WritePlan | None = None
         self.exactly_once = self.sink.delivery == "exactly_once"
         location = self.sink.checkpoint_location
         if streaming and self.exactly_once and location is None:
@@ -119,6 +126,14 @@ class _Writer:
         self.batch_write_topic = None if streaming or not self.exactly_once else self.sink.topic
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def resolve_payload(self) -> None:
+        """Driver, before any task: register (or look up) the writer schemas; an
+        incompatible schema or a column that does not fit fails the write here."""
+        if self.sink.formats is not None:
+            from ..formats.resolve import resolve_write
+
+            self.payload = resolve_write(self.sink.formats, self.sink.topic, self.schema)
 
     def _wire(self) -> AbstractContextManager[KafkaWire]:
         """Driver hooks and tasks keep their connections between micro-batches (kept.py)."""
@@ -191,6 +206,10 @@ class _Writer:
             try:
                 self._refuse_if_aborted(wire, context)
                 timed.mark("abort_check")
+                if self.payload is not None:  # struct columns -> the wire format, first
+                    from ..formats.payload import Encoding
+
+                    iterator = Encoding(self.payload).batches(iterator)
                 writer.write_batches(iterator)
                 timed.mark("write")
                 handoff = writer.handoff()
@@ -342,6 +361,8 @@ class EosKafkaStreamWriter(_Writer, *_STREAM_BASES):  # type: ignore[misc]
             timed.write(worker="commit")
             return
         timed.mark("which_worker")
+        self.resolve_payload()
+        timed.mark("schemas")
         if self.prefix not in _CHECKED_IN_PROCESS:  # first batch of this run only: a topic
             self.preflight()                         # deleted later fails the tasks instead
             _CHECKED_IN_PROCESS.add(self.prefix)
@@ -375,6 +396,7 @@ class EosKafkaBatchWriter(_Writer, DataSourceArrowWriter):
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         super().__init__(options, schema, streaming=False)
+        self.resolve_payload()
         self.preflight()  # writer() runs on the driver, once per write, before any task
         if self.exactly_once and self.sink.checkpoint_location:
             # Finish an earlier write's decision (said once, loudly) and fence the ids.

@@ -17,6 +17,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..errors import user_facing
+from ..formats.plans import ReadPlan
 from ..options import SourceOptions
 from .planner import SourcePlanner
 from .stream_reader import read_input, to_input_partitions
@@ -25,16 +26,18 @@ from .stream_reader import read_input, to_input_partitions
 class EosKafkaBatchReader(DataSourceReader):
     """One bounded read of the subscribed partitions."""
 
-    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+    def __init__(self, options: SourceOptions, schema: StructType,
+                 payload: ReadPlan | None = None) -> None:
         self.options = options
         self.schema = schema
+        self.payload = payload
 
     @user_facing
     def partitions(self) -> list[InputPartition]:
         """Driver: resolve the offsets now and cut them into input partitions."""
         planner = SourcePlanner(self.options)
         try:
-            return to_input_partitions(self.options, planner.batch_ranges())
+            return to_input_partitions(self.options, planner.batch_ranges(), self.payload)
         finally:
             planner.close()
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import InputPartition
 
 from ..client.config import ClientConfig
+from ..formats.plans import ReadPlan
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class KafkaInputPartition(InputPartition):
     poll_timeout_ms: int = 120_000
     fail_on_data_loss: bool = True
     check_crcs: bool = False
+    #: ``valueFormat``/``keyFormat``: the reader schemas fixed when the query started.
+    payload: ReadPlan | None = None
 
     @property
     def size(self) -> int:

@@ -48,6 +48,7 @@ from pyspark.sql.types import StructType
 
 from ..errors import EosKafkaError, user_facing
 from ..faults import fault_point
+from ..formats.plans import ReadPlan
 from ..offsets import from_spark_offset, to_spark_offset
 from ..options import SourceOptions
 from ..sink.timings import Phases
@@ -78,9 +79,12 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     Created by :meth:`EosKafkaDataSource.streamReader` in the driver-side worker.
     """
 
-    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+    def __init__(self, options: SourceOptions, schema: StructType,
+                 payload: ReadPlan | None = None) -> None:
         self.options = options
         self.schema = schema
+        #: valueFormat/keyFormat: the reader schemas, fixed for this run of the query.
+        self.payload = payload
         self._planner: SourcePlanner | None = None
         self._initial: Offsets | None = None
         #: pyspark < 4.2 only: the end of the last batch Spark knows of (see module doc).
@@ -212,7 +216,7 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                  f" (capped by the default maxOffsetsPerTrigger="
                  f"{self.options.max_offsets_per_trigger}; set it to change the bound)"
                  if lag and self.options.default_read_bound else "")
-        parts = to_input_partitions(self.options, ranges)
+        parts = to_input_partitions(self.options, ranges, self.payload)
         timing.mark("pack")
         timing.write(ranges=len(ranges), tasks=len(parts))
         return parts
@@ -255,7 +259,8 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             planner.close()
 
 
-def to_input_partitions(options: SourceOptions, ranges: Sequence[Any]) -> list[InputPartition]:
+def to_input_partitions(options: SourceOptions, ranges: Sequence[Any],
+                        payload: ReadPlan | None = None) -> list[InputPartition]:
     """Offset ranges -> picklable input partitions carrying what the executor needs: one per
     range, or at most ``maxPartitions`` of them packed (:mod:`.packing`)."""
     def one(r: Any) -> KafkaInputPartition:
@@ -267,6 +272,7 @@ def to_input_partitions(options: SourceOptions, ranges: Sequence[Any]) -> list[I
             poll_timeout_ms=options.poll_timeout_ms,
             fail_on_data_loss=options.fail_on_data_loss,
             check_crcs=options.check_crcs,
+            payload=payload,
         )
 
     groups = pack_ranges(ranges, options.max_partitions, options.max_records_per_partition)
@@ -278,11 +284,20 @@ def read_input(partition: InputPartition, schema: StructType) -> Iterator[pa.Rec
     """Executor: the visible records of an input partition (one range, or packed ranges one
     after the other, each in offset order), as Arrow batches."""
     if isinstance(partition, KafkaPackedPartition):
-        arrow = arrow_schema_of(schema)
-        return (batch for part in partition.parts for batch in read_partition(part, arrow))
-    if not isinstance(partition, KafkaInputPartition):
+        parts = partition.parts
+    elif isinstance(partition, KafkaInputPartition):
+        parts = (partition,)
+    else:
         return iter(())  # Spark's placeholder when there is nothing to read
-    return read_partition(partition, arrow_schema_of(schema))
+    arrow = arrow_schema_of(schema)
+    payload = parts[0].payload
+    if payload is None:
+        return (batch for part in parts for batch in read_partition(part, arrow))
+    # Decoded after the visibility filter, from the full Kafka columns: one decoder per task.
+    from ..formats.payload import Decoding
+
+    decoding = Decoding(payload, arrow)
+    return (decoding.apply(batch) for part in parts for batch in read_partition(part))
 
 
 def _pyspark_version() -> str:

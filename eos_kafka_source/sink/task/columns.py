@@ -33,8 +33,11 @@ _ACCEPTED = {
 }
 
 
-def validate(schema: StructType, topic_option: str | None) -> None:
-    """Raise SchemaError naming the column and the accepted types."""
+def validate(schema: StructType, topic_option: str | None,
+             encoded: tuple[str, ...] = ()) -> None:
+    """Raise SchemaError naming the column and the accepted types. ``encoded`` names the
+    columns a format encodes (``valueFormat``/``keyFormat``): any type its codec takes,
+    checked against the schema when the writer resolves it (formats/resolve.py)."""
     fields = {f.name.lower(): f for f in schema.fields}
     if "value" not in fields:
         raise SchemaError(
@@ -50,6 +53,8 @@ def validate(schema: StructType, topic_option: str | None) -> None:
         "headers": _is_headers,
     }
     for name, ok in checks.items():
+        if name in encoded:
+            continue
         f = fields.get(name)
         if f is not None and not ok(f.dataType):
             raise SchemaError(

@@ -144,10 +144,11 @@ def spark():
     builder = SparkSession.builder
     if not ON_TANSU:
         # Spark's own Kafka connector on the classpath (jars only, no cost until used):
-        # tests/spark/test_differential_*.py compare format("kafka") with format("eoskafka").
+        # tests/spark/test_differential_*.py compare format("kafka") with format("eoskafka"),
+        # tests/formats/ spark-avro's from_avro with valueFormat=avro.
         from eos_kafka_source.apache_kafka.spark_connector import spark_jars
 
-        builder = builder.config("spark.jars", spark_jars())
+        builder = builder.config("spark.jars", spark_jars(avro=True))
     session = (
         builder.master(os.environ.get("EOSKAFKA_TEST_MASTER", "local[2,3]"))
         .appName("eoskafka-tests")

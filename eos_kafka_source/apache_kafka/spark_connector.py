@@ -26,6 +26,9 @@ from .jars import cache_root, maven_fetch
 #: The newest ``spark-sql-kafka-0-10_2.13`` on Maven Central when this was written.
 NEWEST_PUBLISHED = "4.2.0"
 _ARTIFACT = ("org.apache.spark", "spark-sql-kafka-0-10_2.13")
+#: Spark's Avro functions (``from_avro``/``to_avro``), same version: the formats tests
+#: compare them with eoskafka's own Avro decoding (tests/formats/).
+AVRO_ARTIFACT = ("org.apache.spark", "spark-avro_2.13")
 _MAVEN_TIMEOUT_S = 900
 #: name-version.jar, the version starting with digits.digits (``_2.13`` is part of names).
 _JAR = re.compile(r"(.+?)-(\d+\.\d+[^-]*(?:-[A-Za-z0-9.]+)?)\.jar")
@@ -49,8 +52,8 @@ def connector_version(pyspark_version: str | None = None) -> str:
     return pyspark_version
 
 
-def _pom(version: str) -> str:
-    group, artifact = _ARTIFACT
+def _pom(version: str, coordinates: tuple[str, str] = _ARTIFACT) -> str:
+    group, artifact = coordinates
     return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>eoskafka</groupId><artifactId>spark-kafka-jars</artifactId><version>1</version>
@@ -75,22 +78,29 @@ def _shipped_by_pyspark() -> set[str]:
     return {_artifact_name(p.name) for p in jars.glob("*.jar")}
 
 
-def connector_jars(version: str | None = None) -> list[Path]:
-    """The jars to add to ``spark.jars`` for ``format("kafka")`` (fetched on first use)."""
+def connector_jars(version: str | None = None,
+                   coordinates: tuple[str, str] = _ARTIFACT) -> list[Path]:
+    """The jars to add to ``spark.jars`` for ``format("kafka")`` (fetched on first use), or
+    for another Spark artifact of the same version (``coordinates``: spark-avro)."""
     version = version or connector_version()
-    target = cache_root() / f"spark-sql-kafka-{version}"
+    name = "spark-sql-kafka" if coordinates == _ARTIFACT else coordinates[1].split("_")[0]
+    target = cache_root() / f"{name}-{version}"
     if not (target / ".complete").exists():
-        _fetch(version, target)
+        _fetch(version, target, coordinates)
     shipped = _shipped_by_pyspark()
     return sorted(p for p in target.glob("*.jar") if _artifact_name(p.name) not in shipped)
 
 
-def spark_jars(version: str | None = None) -> str:
-    """``connector_jars`` as the comma-separated value ``spark.jars`` takes."""
-    return ",".join(str(p) for p in connector_jars(version))
+def spark_jars(version: str | None = None, *, avro: bool = False) -> str:
+    """``connector_jars`` as the comma-separated value ``spark.jars`` takes; ``avro`` adds
+    spark-avro's."""
+    jars = connector_jars(version)
+    if avro:
+        jars += [j for j in connector_jars(version, AVRO_ARTIFACT) if j not in jars]
+    return ",".join(str(p) for p in jars)
 
 
-def _fetch(version: str, target: Path) -> None:
-    maven_fetch(_pom(version), target, what=f"Spark's Kafka connector {version}",
+def _fetch(version: str, target: Path, coordinates: tuple[str, str] = _ARTIFACT) -> None:
+    maven_fetch(_pom(version, coordinates), target, what=f"{coordinates[1]} {version}",
                 hint="is it published for this Spark version (set "
                      "EOSKAFKA_SPARK_CONNECTOR_VERSION to one that is)?")

@@ -99,9 +99,8 @@ TABLE: dict[str, Key] = {
         "`EOSKAFKA_BROKER_UNREACHABLE` after it", "10000",
         check="stream:client.connect_timeout_ms"),
     "default.api.timeout.ms": _h(
-        "the deadline of each driver-side or metadata operation, every retry included: "
-        "planning, leader and coordinator lookups, fencing, aborts, group offsets (a "
-        "restarting, paused or moved broker is retried until it passes)", "60000 (1 min)",
+        "the deadline of each driver-side or metadata operation, retries included",
+        "60000 (1 min)",
         check="stream:client.api_timeout_ms"),
     "connections.max.idle.ms": _h("a connection unused this long is closed (the next "
                                   "request reconnects)", "540000 (9 min)",
@@ -115,11 +114,8 @@ TABLE: dict[str, Key] = {
         "PlainLoginModule line, `OAUTHBEARER` with an OAuthBearerLoginModule line, `GSSAPI` "
         "with a Krb5LoginModule line)"),
     "sasl.jaas.config": _h(
-        "a PlainLoginModule or ScramLoginModule line with username and password "
-        "(`tokenauth=\"true\"` for a delegation token), an OAuthBearerLoginModule line with "
-        "clientId, clientSecret, scope and `extension_*`, or a Krb5LoginModule line with "
-        "`useKeyTab=true`, keyTab and principal, as in Spark's Kafka source (hidden "
-        "everywhere)"),
+        "a Plain, Scram, OAuthBearer or Krb5 login module line, as in Spark's Kafka source "
+        "([security](security.md#sign-ins)); hidden everywhere"),
     "sasl.username": _h("eoskafka's own: with `kafka.sasl.password`, instead of a JAAS line"),
     "sasl.password": _h("hidden everywhere"),
     "sasl.kerberos.service.name": _h("GSSAPI, required: the first part of the brokers' "
@@ -198,8 +194,7 @@ TABLE: dict[str, Key] = {
     "isolation.level": _h("or `read_uncommitted` (Spark's default)", "`read_committed`",
                           SOURCE),
     "group.id": _h("streaming reads: each committed batch's end offsets are committed to "
-                   "this group, for Kafka's lag tools (advisory; see below); refused on batch "
-                   "reads, which commit no progress", "none", SOURCE, "stream:progress_group"),
+                   "this group, for Kafka's lag tools ([notes](#notes-on-reading))", "none", SOURCE, "stream:progress_group"),
     "max.partition.fetch.bytes": _h("bytes per partition fetch, as `fetchMaxBytes` (set one "
                                     "of the two)", "8388608 (8 MiB)", SOURCE,
                                     "stream:fetch_max_bytes"),
@@ -234,9 +229,8 @@ TABLE: dict[str, Key] = {
     "interceptor.classes": _r("Java interceptors cannot run in eoskafka's Python client"),
     # -- the sink -------------------------------------------------------------------------
     "transaction.timeout.ms": _h(
-        "at most 3600000 and at most the broker's `transaction.max.timeout.ms` (the broker "
-        "checks it at the first InitProducerId: the driver's fencing at query start, or a "
-        "task's); see [operations](operations.md#sizing-the-transaction-timeout)",
+        "at most 3600000 and the broker's `transaction.max.timeout.ms` "
+        "([sizing](operations.md#sizing-the-transaction-timeout))",
         "900000 (15 min)", SINK, "sink:transaction_timeout_ms"),
     "acks": _h("only `all` (or `-1`) is accepted", "`all`", SINK),
     "enable.idempotence": _h("`false` is refused", "`true`", SINK),

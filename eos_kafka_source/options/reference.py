@@ -43,19 +43,18 @@ class Opt:
 SOURCE = (
     Opt("subscribe", "", "exactly one of `subscribe`, `subscribePattern`, `assign`: a "
         "comma-separated topic list"),
-    Opt("subscribePattern", "", "a regex over topic names, matched in full; topics and "
-        "partitions that appear while the query runs are picked up"),
+    Opt("subscribePattern", "", "a regex over topic names, matched in full; new topics "
+        "and partitions are picked up"),
     Opt("assign", "", 'fixed partitions as JSON, `{"t":[0,1]}`'),
     Opt("startingOffsets", "streaming `latest`, batch `earliest`", "`earliest`, `latest` or "
         'JSON `{"t":{"0":23,"1":-2}}` (-2 earliest, -1 latest); where a new query starts',
         "stream:starting.kind"),
     Opt("startingTimestamp", "", "start every partition at its first offset at or after this "
-        "time (ms); wins over `startingOffsetsByTimestamp` and `startingOffsets` (a warning "
-        "names the ignored ones)"),
+        "time (ms); wins over the two below"),
     Opt("startingOffsetsByTimestamp", "", 'per partition, `{"t":{"0":1700000000000}}`; wins '
         "over `startingOffsets`"),
     Opt("startingOffsetsByTimestampStrategy", "`error`", "`latest`: a partition with no record "
-        "at or after the time starts at its latest offset; only with a starting timestamp"),
+        "at or after the time starts at its end"),
     Opt("endingOffsets", "`latest` (the last stable offset)", "batch reads only: `latest` or "
         "JSON offsets (-1 latest)", "batch:ending.kind"),
     Opt("endingTimestamp", "", "batch reads only; same precedence as the starting options"),
@@ -117,23 +116,19 @@ SOURCE = (
 SINK = (
     Opt("topic", "none (a `topic` column then names it per row)", "output topic; wins over "
         "a `topic` column", "sink:topic"),
-    Opt("checkpointLocation", "", "Spark's own, required for streaming; the "
-        "[decision log](glossary.md#decision-log) lives in `<checkpointLocation>/eoskafka/` "
-        "(tested: local paths and `s3://`; `gs://`, `abfs://`, `hdfs://` untested). Give it "
-        "with its scheme, as Spark resolves it: a path Spark resolved elsewhere, or a scheme "
-        "pyarrow cannot read (`dbfs:`), is refused ([cluster](cluster.md#where-state-lives)). "
+    Opt("checkpointLocation", "", "Spark's own; the "
+        "[decision log](glossary.md#decision-log) lives in `<checkpointLocation>/eoskafka/`. "
+        "Give it with its scheme (`s3://`, `hdfs://`; [cluster](cluster.md#where-state-lives)). "
         "Given only as `spark.sql.streaming.checkpointLocation`, it needs "
         "`decisionLogLocation`"),
     Opt("decisionLogLocation", "none", "keep the decision log here instead; gives a batch write "
-        "a durable decision; a path without a scheme is the driver's local disk "
-        "(`s3a://` is read as `s3://`). A log kept across a checkpoint reset serves the new "
-        "query; another query's log is refused (`EOSKAFKA_DECISION_LOG_CONFLICT`)"),
+        "a durable decision; without a scheme, the driver's local disk. Another query's log "
+        "is refused (`EOSKAFKA_DECISION_LOG_CONFLICT`)"),
     Opt("transactionalIdPrefix", "`eoskafka-<hash of the decision log's location>` "
         "(`decisionLogLocation`, else `checkpointLocation`); a batch write with neither: "
         "`eoskafka-batch-<random>`", "the [prefix](glossary.md#transactional-"
         "id-prefix), stable across restarts; "
-        "claimed on the broker with the query id, so a second query using it is refused "
-        "(`EOSKAFKA_TRANSACTIONAL_ID_CLASH`)"),
+        "a second query using it is refused (`EOSKAFKA_TRANSACTIONAL_ID_CLASH`)"),
     Opt("delivery.guarantee", "`exactly_once`", "or `at_least_once`: idempotent writes, "
         "visible at once, no transactions (Spark's sink)", "sink:delivery"),
     Opt("producer.batchRecords", "10000", "records per produce batch", "sink:linger_records"),
@@ -160,9 +155,8 @@ SINK = (
         "const:eos_kafka_source.formats.options:RECORD_NAME"),
     Opt("recordNamespace", "none", "the derived schema's namespace (Avro) or package "
         "(Protobuf)"),
-    Opt("queryName", "none", "Spark's own (`writeStream.queryName(...)`), passed to the sink; "
-        "with `spark.sql.streaming.checkpointLocation` instead of a `checkpointLocation` "
-        "option, Spark's checkpoint is `<that conf>/<queryName>`"),
+    Opt("queryName", "none", "Spark's own (`writeStream.queryName(...)`); with "
+        "`spark.sql.streaming.checkpointLocation`, the checkpoint is `<that conf>/<queryName>`"),
 )
 
 def _kafka(side: str) -> tuple[Opt, ...]:

@@ -194,7 +194,8 @@ TABLE: dict[str, Key] = {
     "isolation.level": _h("or `read_uncommitted` (Spark's default)", "`read_committed`",
                           SOURCE),
     "group.id": _h("streaming reads: each committed batch's end offsets are committed to "
-                   "this group, for Kafka's lag tools ([notes](#notes-on-reading))", "none", SOURCE, "stream:progress_group"),
+                   "this group, for Kafka's lag tools ([notes](#notes-on-reading))", "none",
+                   SOURCE, "stream:progress_group"),
     "max.partition.fetch.bytes": _h("bytes per partition fetch, as `fetchMaxBytes` (set one "
                                     "of the two)", "8388608 (8 MiB)", SOURCE,
                                     "stream:fetch_max_bytes"),

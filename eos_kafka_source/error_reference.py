@@ -112,6 +112,24 @@ ENTRIES: tuple[Entry, ...] = (
           "a damaged log segment, a proxy that altered bytes, a malformed batch",
           "the batch named (topic, partition, offset) cannot be read",
           "check the partition with `kafka-dump-log.sh`; the query fails rather than skip it"),
+    Entry("EOSKAFKA_MALFORMED_PAYLOAD",
+          "a key or value read with `valueFormat`/`keyFormat` avro, protobuf or json did not "
+          "decode; the message names the record (topic, partition, offset), its schema id "
+          "and why",
+          "a record not in Confluent's wire format (written without a schema registry "
+          "serializer), a schema id the registry does not have, bytes that do not match "
+          "their writer schema, a writer schema that does not resolve to the reader schema",
+          "no: the query stops at the record; nothing of the batch is committed",
+          "fix the producer, or read with `mode` `PERMISSIVE` (the value is null and the "
+          "reason is kept), or choose a reader schema the writer schemas resolve to "
+          "(`valueSchema`, `valueSchemaVersion`; `key...` for keys)"),
+    Entry("EOSKAFKA_PAYLOAD_DOES_NOT_FIT_SCHEMA",
+          "a row written with `valueFormat`/`keyFormat` avro, protobuf or json does not fit "
+          "the schema it is encoded with; the message names the column, the field and why",
+          "a null in a field the schema does not allow null, a column the schema has no "
+          "field for, a value out of the schema type's range",
+          "no: the batch fails before anything commits",
+          "fix the column, or write with a schema that fits it"),
     Entry("EOSKAFKA_TIMEOUT",
           "an operation did not finish within its deadline",
           "a batch longer than `kafka.transaction.timeout.ms` (Kafka aborted it), a "

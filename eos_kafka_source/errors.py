@@ -212,6 +212,18 @@ class TimeoutError_(EosKafkaError):
     condition = "EOSKAFKA_TIMEOUT"
 
 
+class PayloadDecodeError(EosKafkaError):
+    """A schema'd payload (Avro, Protobuf, JSON Schema) did not decode in FAILFAST mode."""
+
+    condition = "EOSKAFKA_MALFORMED_PAYLOAD"
+
+
+class PayloadEncodeError(EosKafkaError, ValueError):
+    """A row does not fit the schema its column is written with."""
+
+    condition = "EOSKAFKA_PAYLOAD_DOES_NOT_FIT_SCHEMA"
+
+
 class KafkaProtocolError(EosKafkaError):
     """A Kafka error code returned by a broker."""
 

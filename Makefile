@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup kafka-jars test test-tansu test-tansu-all test-kafka test-kafka-faults \
+.PHONY: setup kafka-jars registry-app test test-tansu test-tansu-all test-kafka test-kafka-faults \
 	test-kafka-faults-broker test-kafka-faults-spark test-kafka39 test-fast test-faults lint demo \
 	demo-docker availability bench bench-setup bench-latency bench-scale bench-longrun bench-connector contrast chaos \
 	chaos-operator failover sweep explore explore-ci smoke-spark smoke-spark-deps smoke-spark40 kerberos-deps clean
@@ -31,6 +31,12 @@ $(STAMP): pyproject.toml
 ## in ~/.cache/eoskafka (never in the repo).
 kafka-jars: setup
 	$(PY) -c "from eos_kafka_source.apache_kafka import kafka_jars; kafka_jars('4.4'); kafka_jars('4.3'); kafka_jars('3.9')"
+
+## Apicurio Registry 3.3.3, the schema registry of the format tests (tests/formats): fetched
+## from Maven Central with mvn once and extracted into ~/.cache/eoskafka (never the repo). It
+## runs on Java 21+ (a JDK under /usr/lib/jvm or JAVA_HOME): this fails naming what to install.
+registry-app: setup
+	$(PY) -m tests.schema_registry fetch
 
 ## Kerberos (GSSAPI) sign-in and its tests (tests/broker/test_kerberos.py): MIT Kerberos'
 ## KDC binaries (krb5kdc, kdb5_util, kadmin.local) and headers, then the `gssapi` package
@@ -83,7 +89,7 @@ LANE2 ?= test-tansu test-kafka43 test-kafka39
 ## lane TARGET...: each target in turn, its time and status; fails if any failed.
 RUN_LANE = s=0; for t in $(1); do start=$$SECONDS; r=0; $(MAKE) --no-print-directory $$t || r=$$?; \
 	  echo "make test: $$t exited $$r after $$((SECONDS - start)) s"; [ $$r -eq 0 ] || s=1; done; exit $$s
-test: setup lint kafka-jars kerberos-deps
+test: setup lint kafka-jars kerberos-deps registry-app
 ifeq ($(TEST_LANES),1)
 	@$(call RUN_LANE,$(LANE1) $(LANE2))
 else
@@ -101,11 +107,12 @@ test-tansu: setup
 	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q --durations=8 -m "(smoke or tansu_only) and not faults" \
 	  tests/broker tests/spark
 
-test-tansu-all: setup
+test-tansu-all: setup registry-app
 	EOSKAFKA_TEST_BROKER=tansu $(PY) -m pytest -q tests
 
-test-kafka: kafka-jars kerberos-deps
-	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m "not faults" tests/broker tests/spark
+test-kafka: kafka-jars kerberos-deps registry-app
+	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m "not faults" tests/broker tests/spark \
+	  tests/formats
 
 ## The heavy fault cases on Apache Kafka (3-node coordinator and leader failover, transaction
 ## timeouts, driver kills): their own target, run by CI at a lane's end. Its two halves
@@ -134,7 +141,7 @@ test-kafka43: kafka-jars
 
 ## Everything except the heavy fault-injection cases (BROKER=kafka: on Apache Kafka 4.4).
 BROKER ?= tansu
-test-fast: setup
+test-fast: setup registry-app
 	EOSKAFKA_TEST_BROKER=$(BROKER) $(PY) -m pytest -q -m "not faults" tests
 
 test-faults: setup

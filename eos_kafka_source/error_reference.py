@@ -246,6 +246,31 @@ ENTRIES: tuple[Entry, ...] = (
           "named in the message (`Kafka error <code> <NAME> on <request>`)",
           "no: the step fails before anything is decided, or keeps its decision",
           "look the code up in Kafka's protocol errors; the message names the request"),
+    Entry("EOSKAFKA_SCHEMA_REGISTRY",
+          "the schema registry could not be reached, refused the sign-in, or answered with "
+          "an error",
+          "a wrong `schema.registry.url`, a registry down or unreachable from the executors, "
+          "wrong or missing credentials (HTTP 401/403: the message names the option), a CA "
+          "that does not sign the registry's certificate; the message quotes the registry's "
+          "own `error_code` and message",
+          _NO, "fix the option the message names; check the registry answers "
+          "`curl <url>/subjects` from the driver and the executors "
+          "([formats](formats.md))"),
+    Entry("EOSKAFKA_SCHEMA_NOT_FOUND",
+          "the registry holds no schema with the id, subject or version named",
+          "records written with another registry, a misspelt subject, a deleted version, a "
+          "subject never registered",
+          "no: the read or write fails before anything commits",
+          "list what the registry holds with `curl <url>/subjects` and "
+          "`curl <url>/subjects/<subject>/versions`; point `schema.registry.url` at the "
+          "registry the producer used"),
+    Entry("EOSKAFKA_SCHEMA_INCOMPATIBLE",
+          "the registry refused a schema under the subject's compatibility level",
+          "a change the level forbids (a field removed without a default under BACKWARD, a "
+          "type changed); the message carries the registry's reasons verbatim",
+          "no: nothing is written with the refused schema",
+          "make the change compatible (add defaults, add rather than rename), or change the "
+          "subject's level (`PUT <url>/config/<subject>`) if the consumers allow it"),
     Entry("EOSKAFKA_KAFKA_NEEDS_JAVA",
           "running Apache Kafka locally (`eoskafka broker --kafka`, tests) needs Java and "
           "Maven",

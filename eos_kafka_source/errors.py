@@ -206,6 +206,30 @@ class IdPrefixClashError(EosKafkaError):
     condition = "EOSKAFKA_TRANSACTIONAL_ID_CLASH"
 
 
+class SchemaRegistryError(EosKafkaError):
+    """The schema registry could not be reached, refused the sign-in, or gave an answer
+    eoskafka cannot use; the message names the URL and the registry's own error."""
+
+    condition = "EOSKAFKA_SCHEMA_REGISTRY"
+
+
+class SchemaNotFoundError(SchemaRegistryError):
+    """The registry holds no schema with that id, no such subject, or no such version."""
+
+    condition = "EOSKAFKA_SCHEMA_NOT_FOUND"
+
+
+class SchemaIncompatibleError(EosKafkaError):
+    """The registry refused a schema under the subject's compatibility level; ``reasons``
+    are the registry's own words."""
+
+    condition = "EOSKAFKA_SCHEMA_INCOMPATIBLE"
+
+    def __init__(self, message: str, reasons: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reasons = reasons
+
+
 class TimeoutError_(EosKafkaError):
     """An operation did not finish within its deadline."""
 

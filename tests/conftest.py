@@ -21,6 +21,7 @@ from tests.kafka_security import SecureKafka, listener_specs, make_certificates,
 from tests.kerberos_kafka import kerberos_kafka  # noqa: F401 - fixture (Kerberos tests)
 from tests.lean_jvm import lean_spark_jvms
 from tests.oauth_kafka import oauth_kafka, oidc  # noqa: F401 - fixtures (sign-in tests)
+from tests.schema_registry import ApicurioRegistry
 from tests.termination import stop_cleanly_on_sigterm
 
 _counter = itertools.count()
@@ -119,6 +120,14 @@ def secure_kafka(broker: EmbeddedBroker | KafkaCluster,
 @pytest.fixture(scope="session")
 def bootstrap(broker: EmbeddedBroker | KafkaCluster) -> str:
     return broker.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[ApicurioRegistry]:
+    """A real schema registry (Apicurio Registry, tests/schema_registry.py), started when a
+    test first asks for it; ``.url`` is the base of Confluent's API on it."""
+    with ApicurioRegistry() as registry:
+        yield registry
 
 
 @pytest.fixture

@@ -5,8 +5,9 @@ One run, one Apache Kafka broker (started here, KRaft, one node), one
 every measure interleaved (kafka, eoskafka, kafka, eoskafka, ...) so load that
 comes and goes on a shared machine hits both alike. 100-byte values, 8
 partitions, uncompressed and lz4. The machine's load average is recorded with
-every run. Writes ``bench-results/versus.md`` + ``.json``; docs/performance.md
-leads with its table.
+every run. Writes ``bench-results/versus.md`` + ``.json``; docs/performance.md's table is
+``benchmarks/throughput/current.json`` (:mod:`benchmarks.published`): copy a new run's
+figures there and move the old table to ``benchmarks/throughput/RESULTS.md``.
 
 Measures: source read -> ``noop`` (batch), sink write (Spark's at-least-once vs
 eoskafka exactly-once and at-least-once), end to end Kafka -> Spark -> Kafka

@@ -121,8 +121,7 @@ TABLE: dict[str, Key] = {
     "sasl.kerberos.service.name": _h("GSSAPI, required: the first part of the brokers' "
                                      "Kerberos principal (`kafka` for `kafka/HOST@REALM`)"),
     "sasl.kerberos.krb5.conf": _h(
-        "GSSAPI, eoskafka's own: the path of krb5.conf on the driver and every executor (Java "
-        "reads the JVM's `java.security.krb5.conf` instead)",
+        "GSSAPI, eoskafka's own: krb5.conf's path on the driver and every executor",
         "`KRB5_CONFIG`, else `/etc/krb5.conf`"),
     "sasl.oauthbearer.token.endpoint.url": _h("OAUTHBEARER: the identity provider's token "
                                               "endpoint (OIDC client credentials)"),
@@ -175,8 +174,7 @@ TABLE: dict[str, Key] = {
     "ssl.protocol": _h("the highest TLS version tried, as in Java: `TLSv1.2` keeps "
                        "connections off TLS 1.3; `TLS` or `TLSv1.3`: no cap", "`TLSv1.3`"),
     "ssl.cipher.suites": _h(
-        "the cipher suites offered, Java's (IANA) names or OpenSSL's; TLS 1.3's suites can "
-        "only be listed all or none (Python cannot narrow them; none: TLS 1.2 only)",
+        "the cipher suites offered, IANA or OpenSSL names; TLS 1.3's all or none",
         "OpenSSL's defaults"),
     "ssl.truststore.password": _r("a PEM trust store has no password (Kafka's Java client "
                                   "refuses one too)"),
@@ -235,8 +233,7 @@ TABLE: dict[str, Key] = {
         "900000 (15 min)", SINK, "sink:transaction_timeout_ms"),
     "acks": _h("only `all` (or `-1`) is accepted", "`all`", SINK),
     "enable.idempotence": _h("`false` is refused", "`true`", SINK),
-    "compression.type": _h("`gzip`, `snappy`, `lz4`, `zstd`: every produce batch (lz4 at its "
-                           "default level uses lz4's fast compressor, as Java does)", "`none`",
+    "compression.type": _h("`gzip`, `snappy`, `lz4`, `zstd`, for every produce batch", "`none`",
                            SINK),
     "compression.gzip.level": _h("1-9, as the Java producer (KIP-390); a level for a codec "
                                  "the write does not use is refused", "-1 (zlib's 6)", SINK),
@@ -288,9 +285,8 @@ TABLE: dict[str, Key] = {
         "there is no growing per-attempt timeout"),
     "bootstrap.resolve.timeout.ms": _na("names are resolved as each connection is made, "
                                         "within kafka.socket.connection.setup.timeout.ms"),
-    "client.dns.lookup": _h("`use_all_dns_ips`: every address a name resolves to is tried "
-                            "in turn; `resolve_canonical_bootstrap_servers_only`: bootstrap "
-                            "names are expanded to their canonical names first",
+    "client.dns.lookup": _h("`use_all_dns_ips` (every address in turn) or "
+                            "`resolve_canonical_bootstrap_servers_only`",
                             "`use_all_dns_ips`", check="stream:client.dns_lookup"),
     **_each("receive.buffer.bytes send.buffer.bytes", _na(
         "the operating system's socket buffer sizes apply (Linux: net.core.rmem_default and "
@@ -307,8 +303,7 @@ TABLE: dict[str, Key] = {
             _r("Java classes cannot run here: use kafka.sasl.oauthbearer.token.provider "
                "(a Python callable) for tokens from elsewhere")),
     "sasl.oauthbearer.header.urlencode": _h(
-        "`true` only: the client id and secret are always URL-encoded in the token "
-        "request's Basic header (RFC 6749; KIP-1025); `false` is refused",
+        "`true` only: the client id and secret are always URL-encoded (RFC 6749)",
         "`true` (Java: `false`)"),
     "sasl.login.refresh.window.jitter": _na("each process refreshes its own token at the "
                                             "window factor's point: there is no fleet of "

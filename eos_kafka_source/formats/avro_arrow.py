@@ -246,8 +246,7 @@ def reading_fix(node: Node, tagged: bool) -> Fix | None:
 
 
 def writing_fix(node: Node) -> Fix | None:
-    """A function turning one ``to_pylist`` value into what fastavro writes (unions as
-    tagged values, maps as dicts), or None when it writes the value as it is."""
+    """A function turning one ``to_pylist`` value into what fastavro writes, or None."""
     if node.kind == "union":
         fixes = [writing_fix(c) for _, c in node.children]
         names = [n for n, _ in node.children]
@@ -274,17 +273,11 @@ def writing_fix(node: Node) -> Fix | None:
             return value
         return record
     if node.kind in ("array", "map"):
-        item = writing_fix(node.children[0][1])
+        fix = writing_fix(node.children[0][1])
+        if fix is None:
+            return None
+        f = fix
         if node.kind == "array":
-            return None if item is None else _each(item)
-        # to_pylist gives a map as (key, value) pairs, fastavro takes a dict
-        return dict if item is None else _each_value(item)
+            return lambda v: [None if x is None else f(x) for x in v]
+        return lambda v: {k: None if x is None else f(x) for k, x in v.items()}
     return None
-
-
-def _each(fix: Fix) -> Fix:
-    return lambda v: [None if x is None else fix(x) for x in v]
-
-
-def _each_value(fix: Fix) -> Fix:
-    return lambda v: {k: None if x is None else fix(x) for k, x in v}

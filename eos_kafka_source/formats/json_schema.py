@@ -1,0 +1,276 @@
+"""JSON Schema payloads in Confluent's wire format: the codec (see :class:`.schemas.Codec`).
+
+A record is the 5-byte header then JSON text. Decoding parses each row with the standard
+library's ``json`` (in C; orjson would be faster but is one more native wheel for every
+executor) and builds the column with one ``pa.array`` against the reader's type. The reader
+type comes from the reader schema, so writer fields it lacks are ignored and fields the
+writer lacks are null; dates and timestamps are parsed from their ISO 8601 text. Rows are
+not checked against their writer schema on decode unless asked (``validate=True``);
+encoding checks every row, as Confluent's serializer does.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import ConfigError, EosKafkaError, PayloadDecodeError, PayloadEncodeError
+from . import framing
+from .json_schema_types import Resolver, schema_for, to_arrow
+from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup
+
+__all__ = ["arrow_type", "decoder", "encoder", "schema_for"]
+
+
+def arrow_type(schema: RegisteredSchema, lookup: SchemaLookup) -> pa.DataType:
+    """The Arrow type of the schema (a struct for an object with properties)."""
+    return to_arrow(Resolver(schema, lookup))
+
+
+def _parse_timestamp(text: str) -> datetime.datetime:
+    value = datetime.datetime.fromisoformat(text)
+    if value.tzinfo is None:
+        raise ValueError(f"date-time {text!r} has no zone offset (RFC 3339 requires one)")
+    return value
+
+
+Convert = Callable[[Any], Any]
+
+
+def _converter(arrow: pa.DataType) -> Convert | None:
+    """How a parsed JSON value becomes what ``pa.array`` takes for ``arrow`` (dates and
+    timestamps from their ISO text); None where it takes it as is."""
+    if pa.types.is_timestamp(arrow):
+        return _parse_timestamp
+    if pa.types.is_date(arrow):
+        return datetime.date.fromisoformat
+    if pa.types.is_struct(arrow):
+        plan = [(f.name, c) for f in arrow if (c := _converter(f.type)) is not None]
+        if not plan:
+            return None
+
+        def struct(value: dict[str, Any]) -> dict[str, Any]:
+            value = dict(value)
+            for name, conv in plan:
+                item = value.get(name)
+                if item is not None:
+                    value[name] = conv(item)
+            return value
+        return struct
+    if pa.types.is_list(arrow) or pa.types.is_map(arrow):
+        inner = _converter(arrow.value_type if pa.types.is_list(arrow) else arrow.item_type)
+        if inner is None:
+            return None
+        if pa.types.is_list(arrow):
+            return lambda items: [None if v is None else inner(v) for v in items]
+        return lambda obj: {k: None if v is None else inner(v) for k, v in obj.items()}
+    return None
+
+
+def _validator(resolver: Resolver) -> Any:
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(resolver.document)
+    return cls(resolver.document, registry=resolver.registry(),
+               format_checker=cls.FORMAT_CHECKER)
+
+
+def _first_error(validator: Any, value: Any) -> str | None:
+    error = next(iter(validator.iter_errors(value)), None)
+    if error is None:
+        return None
+    return f"at {error.json_path}: {error.message}"
+
+
+@dataclass
+class JsonDecoder:
+    """Decodes a binary column of JSON records (see :class:`.schemas.PayloadDecoder`)."""
+
+    reader: RegisteredSchema
+    lookup: SchemaLookup
+    mode: str
+    arrow_type: pa.DataType
+    validate: bool = False
+    _validators: dict[int, Any] = field(default_factory=dict)
+
+    def _validator_for(self, schema_id: int) -> Any:
+        if schema_id not in self._validators:
+            try:
+                self._validators[schema_id] = _validator(
+                    Resolver(self.lookup.by_id(schema_id), self.lookup))
+            except (LookupError, ConfigError) as exc:
+                self._validators[schema_id] = str(getattr(exc, "message", exc))
+            except EosKafkaError as exc:
+                if exc.condition != "EOSKAFKA_SCHEMA_NOT_FOUND":
+                    raise  # a registry that does not answer fails the batch, in any mode
+                self._validators[schema_id] = exc.message
+        return self._validators[schema_id]
+
+    def decode(self, payloads: pa.Array, where: Callable[[int], str]) -> Decoded:
+        framed = framing.split(payloads)
+        n = len(framed)
+        errors: list[str | None] = [None] * n
+        rows: list[Any] = [None] * n
+        data = framed.data
+        loads = json.loads
+        for i in np.flatnonzero(framed.state != framing.NULL):
+            state = framed.state[i]
+            if state != framing.OK:
+                errors[i] = f"the payload {framing.WHY[state]}"
+                continue
+            try:
+                rows[i] = loads(data[framed.body_start[i]:framed.end[i]].tobytes())
+            except ValueError as exc:
+                errors[i] = f"the bytes are not JSON text: {exc}"
+                continue
+            if self.validate:
+                validator = self._validator_for(int(framed.schema_ids[i]))
+                why = validator if isinstance(validator, str) else _first_error(
+                    validator, rows[i])
+                if why is not None:
+                    errors[i], rows[i] = f"it does not fit its writer schema {why}", None
+        for i in np.flatnonzero(framed.state == framing.OK):
+            if errors[i] is None and pa.types.is_struct(self.arrow_type) and not isinstance(
+                    rows[i], dict):
+                errors[i], rows[i] = f"the JSON is a {type(rows[i]).__name__}, not an object", None
+        self._fail_fast(errors, framed, where)
+        values = self._column(rows, errors)
+        self._fail_fast(errors, framed, where)
+        any_error = any(e is not None for e in errors)
+        return Decoded(values, framed.id_array(),
+                       pa.array(errors, pa.string()) if any_error else None)
+
+    def _column(self, rows: list[Any], errors: list[str | None]) -> pa.Array:
+        """One conversion for the whole column; if it fails, row by row to find the rows
+        that do not fit (they become errors)."""
+        convert = _converter(self.arrow_type)
+        if convert is not None:
+            for i, row in enumerate(rows):
+                if row is not None:
+                    try:
+                        rows[i] = convert(row)
+                    except (ValueError, TypeError, AttributeError) as exc:
+                        errors[i], rows[i] = f"it does not fit the reader schema: {exc}", None
+        try:
+            return pa.array(rows, self.arrow_type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            pass
+        for i, row in enumerate(rows):
+            if row is None:
+                continue
+            try:
+                pa.array([row], self.arrow_type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+                errors[i], rows[i] = f"it does not fit the reader schema: {exc}", None
+        return pa.array(rows, self.arrow_type)
+
+    def _fail_fast(self, errors: list[str | None], framed: framing.Framed,
+                   where: Callable[[int], str]) -> None:
+        if self.mode != FAILFAST:
+            return
+        for i, why in enumerate(errors):
+            if why is not None:
+                sid = (f"schema id {int(framed.schema_ids[i])}"
+                       if framed.state[i] == framing.OK else "no schema id")
+                raise PayloadDecodeError(
+                    f"the JSON value at {where(i)} ({sid}) does not decode: {why}. Fix the "
+                    "producer, or read with mode PERMISSIVE to keep such rows as null with "
+                    "their reason")
+
+
+def decoder(reader: RegisteredSchema, lookup: SchemaLookup, *, mode: str,
+            validate: bool = False) -> JsonDecoder:
+    """A decoder to the reader schema's type; ``validate`` checks each row against its
+    writer schema first (Confluent's deserializer does; it costs about as much as parsing)."""
+    if mode not in (FAILFAST, PERMISSIVE):
+        raise ConfigError(f"mode {mode!r} is not FAILFAST or PERMISSIVE")
+    return JsonDecoder(reader, lookup, mode, arrow_type(reader, lookup), validate)
+
+
+def _json_ready(arr: pa.Array) -> pa.Array:
+    """Timestamps as RFC 3339 text (UTC, ``Z``), dates as ``YYYY-MM-DD``, durations and
+    decimals left to fail in json.dumps (the schema has no type for them)."""
+    typ = arr.type
+    if pa.types.is_timestamp(typ):
+        utc = arr.cast(pa.timestamp("us", "UTC")) if typ.tz else arr.cast(
+            pa.timestamp("us")).cast(pa.timestamp("us", "UTC"))
+        return pc.strftime(utc, format="%Y-%m-%dT%H:%M:%SZ")
+    if pa.types.is_date(typ):
+        return arr.cast(pa.string())
+    if pa.types.is_struct(typ):
+        children = [_json_ready(arr.field(i)) for i in range(typ.num_fields)]
+        fields = [typ.field(i).with_type(c.type) for i, c in enumerate(children)]
+        return pa.StructArray.from_arrays(children, fields=fields, mask=arr.is_null())
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        values = _json_ready(arr.values)
+        if values.type == typ.value_type:
+            return arr
+        return pa.ListArray.from_arrays(arr.offsets, values, mask=arr.is_null())
+    return arr
+
+
+def _drop_nulls(value: Any, keep: Callable[[str], bool]) -> Any:
+    """A row with its null properties left out (JSON Schema's "absent"), except those the
+    schema requires (a required nullable property is written as null)."""
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v, keep) for k, v in value.items() if v is not None or keep(k)}
+    if isinstance(value, list):
+        return [_drop_nulls(v, keep) for v in value]
+    return value
+
+
+@dataclass
+class JsonEncoder:
+    """Encodes a column to JSON records (see :class:`.schemas.PayloadEncoder`)."""
+
+    schema: RegisteredSchema
+    resolver: Resolver
+    validate: bool = True
+    _validator: Any = None
+
+    def encode(self, values: pa.Array, column: str) -> pa.Array:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        rows = _json_ready(values).to_pylist(maps_as_pydicts="strict")
+        required = self.resolver.required_names()
+        keep = required.__contains__
+        header = framing.header(self.schema.id)
+        dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False,
+                                 allow_nan=False).encode
+        if self.validate and self._validator is None:
+            self._validator = _validator(self.resolver)
+        out: list[bytes | None] = []
+        for i, row in enumerate(rows):
+            if row is None:
+                out.append(None)
+                continue
+            row = _drop_nulls(row, keep)
+            if self.validate:
+                why = _first_error(self._validator, row)
+                if why is not None:
+                    raise PayloadEncodeError(
+                        f"column {column!r} row {i} does not fit JSON schema id "
+                        f"{self.schema.id} {why}; fix the column or write with a schema that "
+                        "fits it")
+            try:
+                out.append(header + dumps(row).encode())
+            except (TypeError, ValueError) as exc:
+                raise PayloadEncodeError(f"column {column!r} row {i} has no JSON form: "
+                                         f"{exc}") from None
+        return pa.array(out, pa.binary())
+
+
+def encoder(schema: RegisteredSchema, lookup: SchemaLookup, *,
+            validate: bool = True) -> JsonEncoder:
+    """An encoder writing compact JSON (as Confluent's serializer does), each row checked
+    against ``schema`` unless ``validate`` is False."""
+    resolver = Resolver(schema, lookup)
+    to_arrow(resolver)  # a schema with no Arrow type fails here, before any row
+    return JsonEncoder(schema, resolver, validate)

@@ -1,0 +1,269 @@
+"""Protobuf payloads in Confluent's wire format: the codec (see :class:`.schemas.Codec`).
+
+Decoding parses each record with its writer's message class (upb, in C), then builds the
+Arrow column field by field across all rows of a writer schema (one ``pa.array`` per leaf,
+no dict per row). Reader and writer fields are matched by name: a writer field the reader
+lacks is ignored, a reader field the writer lacks is null, a field whose type differs is
+cast (int32 to int64, say) or, where no cast exists, fails the rows of that writer schema.
+A field with presence (a message, proto3 ``optional``, a oneof member, proto2) is null when
+unset; one without (a proto3 scalar) reads as its default, as every Protobuf runtime gives
+it. Encoding is in :mod:`.protobuf_encode`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from google.protobuf import descriptor
+from google.protobuf.message import DecodeError
+
+from ..errors import ConfigError, PayloadDecodeError
+from . import framing
+from .protobuf_encode import ProtobufEncoder
+from .protobuf_schema import (
+    DURATION,
+    SCALAR_ARROW,
+    TIMESTAMP,
+    ProtoFile,
+    is_map,
+    load,
+    schema_for,
+    struct_type,
+)
+from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup
+
+__all__ = ["arrow_type", "decoder", "encoder", "schema_for"]
+
+_F = descriptor.FieldDescriptor
+#: The registry client's condition for an id it does not hold (a row error, not a failure).
+NOT_FOUND = "EOSKAFKA_SCHEMA_NOT_FOUND"
+
+
+def arrow_type(schema: RegisteredSchema, lookup: SchemaLookup, *,
+               message: str | None = None) -> pa.DataType:
+    """The Arrow struct of the schema's ``message`` (None: the file's first message)."""
+    desc, _ = load(schema, lookup).named(message)
+    return struct_type(desc)
+
+
+# --- decode --------------------------------------------------------------------------------
+
+class _Unreadable(Exception):
+    """A writer schema or message that cannot be read as the reader's type (every row of
+    it fails with this reason)."""
+
+
+def _timestamps(msgs: list[Any]) -> list[int | None]:
+    return [None if m is None else m.seconds * 1_000_000 + m.nanos // 1000 for m in msgs]
+
+
+def _durations(msgs: list[Any]) -> list[int | None]:
+    return [None if m is None else m.seconds * 1_000_000 + int(m.nanos / 1000) for m in msgs]
+
+
+def _array(values: list[Any], writer_type: pa.DataType, reader_type: pa.DataType,
+           path: str) -> pa.Array:
+    arr = pa.array(values, writer_type)
+    if writer_type != reader_type:
+        try:
+            arr = arr.cast(reader_type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise _Unreadable(f"field {path} is {writer_type} in the writer schema and "
+                              f"{reader_type} in the reader's: {exc}") from None
+    return arr
+
+
+def _elements(msgs_or_values: list[Any], field: descriptor.FieldDescriptor,
+              reader: pa.DataType, path: str) -> pa.Array:
+    """One Arrow array of ``field``'s values (not its repetition): scalars, enum names or
+    sub-messages, None for null."""
+    if field.type == _F.TYPE_MESSAGE:
+        name = field.message_type.full_name
+        if name == TIMESTAMP:
+            return _array(_timestamps(msgs_or_values), pa.timestamp("us", "UTC"), reader,
+                          path)
+        if name == DURATION:
+            return _array(_durations(msgs_or_values), pa.duration("us"), reader, path)
+        if not pa.types.is_struct(reader):
+            raise _Unreadable(f"field {path} is a message in the writer schema and "
+                              f"{reader} in the reader's")
+        return _struct(msgs_or_values, field.message_type, reader, path)
+    if field.type == _F.TYPE_ENUM:
+        names = {v.number: v.name for v in field.enum_type.values}
+        values = [None if v is None else names.get(v, str(v)) for v in msgs_or_values]
+        return _array(values, pa.string(), reader, path)
+    writer = SCALAR_ARROW[field.type]
+    if pa.types.is_decimal(writer):
+        msgs_or_values = [None if v is None else Decimal(v) for v in msgs_or_values]
+    return _array(msgs_or_values, writer, reader, path)
+
+
+def _column(msgs: list[Any], field: descriptor.FieldDescriptor, reader: pa.DataType,
+            path: str) -> pa.Array:
+    """The reader's column for ``field`` across ``msgs`` (None: a null row)."""
+    name = field.name
+    if field.is_repeated:
+        containers = [None if m is None else getattr(m, name) for m in msgs]
+        offsets = np.zeros(len(msgs) + 1, np.int32)
+        np.cumsum([0 if c is None else len(c) for c in containers], out=offsets[1:])
+        mask = pa.array([c is None for c in containers], pa.bool_())
+        if is_map(field):
+            if not pa.types.is_map(reader):
+                raise _Unreadable(f"field {path} is a map in the writer schema and {reader} "
+                                  "in the reader's")
+            entry = field.message_type
+            keys: list[Any] = []
+            values: list[Any] = []
+            for c in containers:
+                if c:
+                    keys.extend(c.keys())
+                    values.extend(c[k] for k in c.keys())
+            key_arr = _elements(keys, entry.fields_by_name["key"], reader.key_type, path)
+            value_arr = _elements(values, entry.fields_by_name["value"], reader.item_type,
+                                  path)
+            return pa.MapArray.from_arrays(pa.array(offsets), key_arr, value_arr,
+                                           type=reader, mask=mask)
+        if not pa.types.is_list(reader):
+            raise _Unreadable(f"field {path} is repeated in the writer schema and {reader} "
+                              "in the reader's")
+        flat = [v for c in containers if c for v in c]
+        items = _elements(flat, field, reader.value_type, path)
+        return pa.ListArray.from_arrays(pa.array(offsets), items, type=reader, mask=mask)
+    if field.has_presence:
+        values = [getattr(m, name) if m is not None and m.HasField(name) else None
+                  for m in msgs]
+    else:
+        values = [None if m is None else getattr(m, name) for m in msgs]
+    return _elements(values, field, reader, path)
+
+
+def _struct(msgs: list[Any], desc: descriptor.Descriptor, reader: pa.StructType,
+            path: str) -> pa.Array:
+    children = []
+    for reader_field in reader:
+        writer_field = desc.fields_by_name.get(reader_field.name)
+        where = f"{path}.{reader_field.name}" if path else reader_field.name
+        if writer_field is None:
+            children.append(pa.nulls(len(msgs), reader_field.type))
+        else:
+            children.append(_column(msgs, writer_field, reader_field.type, where))
+    mask = pa.array([m is None for m in msgs], pa.bool_())
+    return pa.StructArray.from_arrays(children, fields=list(reader), mask=mask)
+
+
+@dataclass
+class ProtobufDecoder:
+    """Decodes a binary column of Protobuf records (see :class:`.schemas.PayloadDecoder`)."""
+
+    reader: RegisteredSchema
+    lookup: SchemaLookup
+    mode: str
+    arrow_type: pa.StructType
+    _writers: dict[int, ProtoFile | str] = field(default_factory=dict)
+
+    def _writer(self, schema_id: int) -> ProtoFile | str:
+        """The writer schema's file, or why it cannot be had (kept: asked once per id)."""
+        if schema_id not in self._writers:
+            try:
+                schema = self.lookup.by_id(schema_id)
+                if schema.schema_type != "PROTOBUF":
+                    raise _Unreadable(f"schema id {schema_id} is {schema.schema_type}, not "
+                                      "PROTOBUF")
+                self._writers[schema_id] = load(schema, self.lookup)
+            except (_Unreadable, ConfigError) as exc:
+                self._writers[schema_id] = str(getattr(exc, "message", exc))
+            except Exception as exc:
+                if not isinstance(exc, LookupError) and getattr(
+                        exc, "condition", None) != NOT_FOUND:
+                    raise  # a registry that does not answer fails the batch, in any mode
+                self._writers[schema_id] = f"the registry has no schema id {schema_id} ({exc})"
+        return self._writers[schema_id]
+
+    def decode(self, payloads: pa.Array, where: Callable[[int], str]) -> Decoded:
+        framed = framing.split(payloads)
+        n = len(framed)
+        indexes, starts = framing.split_message_indexes(framed)
+        errors: list[str | None] = [None] * n
+        groups: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+        for i in range(n):
+            state = framed.state[i]
+            if state == framing.NULL:
+                continue
+            if state != framing.OK:
+                errors[i] = f"the payload {framing.WHY[state]}"
+                continue
+            path = indexes[i]
+            if path is None:
+                errors[i] = "its Protobuf message indexes do not parse"
+                continue
+            groups.setdefault((int(framed.schema_ids[i]), tuple(path)), []).append(i)
+        parts: list[pa.Array] = []
+        position = np.full(n, -1, np.int64)
+        done = 0
+        data = framed.data
+        for (schema_id, index_path), rows in groups.items():
+            writer = self._writer(schema_id)
+            try:
+                if isinstance(writer, str):
+                    raise _Unreadable(writer)
+                try:
+                    cls = writer.message_class(writer.message(list(index_path)))
+                except LookupError as exc:
+                    raise _Unreadable(str(exc)) from None
+                msgs: list[Any] = []
+                for i in rows:
+                    try:
+                        msgs.append(cls.FromString(data[starts[i]:framed.end[i]].tobytes()))
+                    except (DecodeError, ValueError, RuntimeError) as exc:
+                        msgs.append(None)
+                        errors[i] = f"the bytes are not a {cls.DESCRIPTOR.full_name}: {exc}"
+                part = _struct(msgs, cls.DESCRIPTOR, self.arrow_type, "")
+            except _Unreadable as exc:
+                for i in rows:
+                    errors[i] = str(exc)
+                continue
+            parts.append(part)
+            position[rows] = np.arange(done, done + len(rows))
+            done += len(rows)
+        if self.mode == FAILFAST:
+            for i, why in enumerate(errors):
+                if why is not None:
+                    sid = (f"schema id {int(framed.schema_ids[i])}"
+                           if framed.state[i] == framing.OK else "no schema id")
+                    raise PayloadDecodeError(
+                        f"the Protobuf value at {where(i)} ({sid}) does not decode: {why}. "
+                        "Fix the producer, or read with mode PERMISSIVE to keep such rows "
+                        "as null with their reason")
+        failed = np.array([e is not None for e in errors], bool)
+        position[failed] = -1
+        parts.append(pa.nulls(1, self.arrow_type))
+        position[position < 0] = done
+        values = pa.concat_arrays(parts).take(pa.array(position)) if n else pa.nulls(
+            0, self.arrow_type)
+        ids = framed.id_array()
+        any_error = bool(failed.any())
+        return Decoded(values, ids, pa.array(errors, pa.string()) if any_error else None)
+
+
+def decoder(reader: RegisteredSchema, lookup: SchemaLookup, *, mode: str,
+            message: str | None = None) -> ProtobufDecoder:
+    """A decoder to the reader schema's ``message`` (None: its first message)."""
+    if mode not in (FAILFAST, PERMISSIVE):
+        raise ConfigError(f"mode {mode!r} is not FAILFAST or PERMISSIVE")
+    return ProtobufDecoder(reader, lookup, mode, arrow_type(reader, lookup, message=message))
+
+
+# --- encode --------------------------------------------------------------------------------
+
+def encoder(schema: RegisteredSchema, lookup: SchemaLookup, *,
+            message: str | None = None) -> ProtobufEncoder:
+    """An encoder writing the schema's ``message`` (None: the file's first message, as
+    Confluent's serializer does), its message indexes in every header."""
+    file = load(schema, lookup)
+    desc, path = file.named(message)
+    return ProtobufEncoder(schema, file.message_class(desc), framing.header(schema.id, path))

@@ -140,11 +140,20 @@ class Transport:
             reason = err.reason
             if isinstance(reason, ssl.SSLCertVerificationError):
                 raise SchemaRegistryError(_tls_refused(base, reason)) from None
+            if isinstance(reason, ssl.SSLError):
+                raise _Unreachable(self._tls_failed(reason)) from None
             raise _Unreachable(reason if isinstance(reason, str) else _why(reason)) from None
         except TimeoutError:
             raise _Unreachable(f"no answer within {cfg.timeout_ms} ms") from None
+        except ssl.SSLError as err:  # after the handshake: TLS 1.3 refuses a client late
+            raise _Unreachable(self._tls_failed(err)) from None
         except (OSError, http.client.HTTPException) as err:
             raise _Unreachable(_why(err)) from None
+
+    def _tls_failed(self, err: ssl.SSLError) -> str:
+        hint = ("; a registry that requires a client certificate hangs up like this: set "
+                f"{CERT} and {KEY}" if self.config.certificate_location is None else "")
+        return f"TLS failed: {err.reason or err}{hint}"
 
     def _ssl(self) -> ssl.SSLContext:
         with self._lock:

@@ -45,7 +45,8 @@ ARTIFACT = f"io.apicurio:apicurio-registry-app:{VERSION}:tar.gz:all"
 MIN_JAVA = 21
 #: Path of Confluent's API on the registry.
 CCOMPAT = "/apis/ccompat/v7"
-#: Start-up takes ~14 s on an idle 2-core machine; CI machines are not idle.
+#: Start-up to a serving API, measured 2026-11-27 on 2 cores: 3.5-5 s at load 1-3, 8.5-10.6 s
+#: at load 10-11 (14 s the first time, load 5, page cache cold); CI machines are not idle.
 START_DEADLINE_S = 240.0
 STOP_GRACE_S = 20.0
 _MAVEN_TIMEOUT_S = 900

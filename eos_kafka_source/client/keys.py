@@ -44,7 +44,8 @@ _SECRET_KEYS = frozenset({"sasl.jaas.config", "sasl.password", "ssl.key.password
 def is_secret(key: str) -> bool:
     """Whether the value of option ``key`` must never be shown."""
     k = key.lower()
-    return k.removeprefix(PREFIX) in _SECRET_KEYS or "password" in k or "secret" in k
+    return (k.removeprefix(PREFIX) in _SECRET_KEYS or "password" in k or "secret" in k
+            or k.endswith(("user.info", "auth.token")))  # schema.registry.* sign-ins
 
 
 def shown(key: str, value: str) -> str:

@@ -14,6 +14,7 @@ from io import BytesIO
 from typing import Any
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 from fastavro.validation import ValidationError, validate
 
@@ -126,13 +127,55 @@ class AvroDecoder:
     def decode(self, payloads: pa.Array, where: Callable[[int], str]) -> Decoded:
         framed = framing.split(payloads)
         n = len(framed)
-        state = framed.state.tolist()
         ids = framed.schema_ids.tolist()
+        data = framed.data.tobytes()
+        errors: dict[int, str] = {}
+        rows = self._all_good(framed, ids, data)
+        if rows is None:
+            rows = self._one_by_one(framed, ids, data, where, errors)
+        values = self._arrow(rows, where, ids, errors)
+        error_col = None
+        if errors:
+            error_col = pa.array([errors.get(i) for i in range(n)], pa.string())
+        return Decoded(values, framed.id_array(), error_col)
+
+    def _all_good(self, framed: framing.Framed, ids: list[int], data: bytes
+                  ) -> list[Any] | None:
+        """Every row read in one comprehension, or None when any row fails (then
+        :meth:`_one_by_one` finds which, in order)."""
+        ok = np.flatnonzero(framed.state == framing.OK)
+        if len(ok) + int((framed.state == framing.NULL).sum()) != len(framed):
+            return None
+        read = fastavro.schemaless_reader
+        tagged = self._tagged
+        try:
+            schemas = {k: self._writer(k) for k in set(framed.schema_ids[ok].tolist())}
+            spans = zip(framed.body_start[ok].tolist(), framed.end[ok].tolist(), strict=True)
+            if len(schemas) == 1 and not tagged:
+                ((writer, reader),) = schemas.values()
+                values = [read(BytesIO(data[s:e]), writer, reader) for s, e in spans]
+            else:
+                values = [read(BytesIO(data[s:e]), *schemas[ids[i]], return_named_type=tagged)
+                          for i, (s, e) in zip(ok.tolist(), spans, strict=True)]
+        except Exception:
+            return None
+        if self._fix is not None:
+            fix = self._fix
+            values = [fix(v) for v in values]
+        if len(ok) == len(framed):
+            return values
+        rows: list[Any] = [None] * len(framed)
+        for i, value in zip(ok.tolist(), values, strict=True):
+            rows[i] = value
+        return rows
+
+    def _one_by_one(self, framed: framing.Framed, ids: list[int], data: bytes,
+                    where: Callable[[int], str], errors: dict[int, str]) -> list[Any]:
+        n = len(framed)
+        state = framed.state.tolist()
         starts = framed.body_start.tolist()
         ends = framed.end.tolist()
-        data = framed.data.tobytes()
         rows: list[Any] = [None] * n
-        errors: dict[int, str] = {}
         for i in range(n):
             st = state[i]
             if st == framing.OK:
@@ -142,11 +185,7 @@ class AvroDecoder:
                     self._failed(i, where, ids[i], bad, errors)
             elif st != framing.NULL:
                 self._failed(i, where, None, _Bad(framing.WHY[st]), errors)
-        values = self._arrow(rows, where, ids, errors)
-        error_col = None
-        if errors:
-            error_col = pa.array([errors.get(i) for i in range(n)], pa.string())
-        return Decoded(values, framed.id_array(), error_col)
+        return rows
 
     def _failed(self, i: int, where: Callable[[int], str], schema_id: int | None, bad: _Bad,
                 errors: dict[int, str]) -> None:
@@ -215,7 +254,7 @@ class AvroEncoder:
 
     def encode(self, values: pa.Array, column: str) -> pa.Array:
         raw = self._prepare(values, column)
-        rows = raw.to_pylist(maps_as_pydicts="strict")
+        rows = raw.to_pylist()
         out = BytesIO()
         ends = [0] * (len(rows) + 1)
         write, header, schema, fix = fastavro.schemaless_writer, self._header, self._parsed, \
@@ -266,8 +305,8 @@ def _misfit(value: Any, node: Node, path: str) -> tuple[str, str] | None:
             found = _misfit(item, node.children[0][1], f"{path}[{k}]")
             if found:
                 return found
-    elif node.kind == "map" and isinstance(value, dict):
-        for key, item in value.items():
+    elif node.kind == "map" and isinstance(value, list):  # to_pylist's (key, value) pairs
+        for key, item in value:
             found = _misfit(item, node.children[0][1], f"{path}[{key!r}]")
             if found:
                 return found

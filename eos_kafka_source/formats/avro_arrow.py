@@ -246,7 +246,8 @@ def reading_fix(node: Node, tagged: bool) -> Fix | None:
 
 
 def writing_fix(node: Node) -> Fix | None:
-    """A function turning one ``to_pylist`` value into what fastavro writes, or None."""
+    """A function turning one ``to_pylist`` value into what fastavro writes (unions as
+    tagged values, maps as dicts), or None when it writes the value as it is."""
     if node.kind == "union":
         fixes = [writing_fix(c) for _, c in node.children]
         names = [n for n, _ in node.children]
@@ -273,11 +274,17 @@ def writing_fix(node: Node) -> Fix | None:
             return value
         return record
     if node.kind in ("array", "map"):
-        fix = writing_fix(node.children[0][1])
-        if fix is None:
-            return None
-        f = fix
+        item = writing_fix(node.children[0][1])
         if node.kind == "array":
-            return lambda v: [None if x is None else f(x) for x in v]
-        return lambda v: {k: None if x is None else f(x) for k, x in v.items()}
+            return None if item is None else _each(item)
+        # to_pylist gives a map as (key, value) pairs, fastavro takes a dict
+        return dict if item is None else _each_value(item)
     return None
+
+
+def _each(fix: Fix) -> Fix:
+    return lambda v: [None if x is None else fix(x) for x in v]
+
+
+def _each_value(fix: Fix) -> Fix:
+    return lambda v: {k: None if x is None else fix(x) for k, x in v}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import ssl
 import threading
@@ -65,6 +66,38 @@ def _dead_url() -> str:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def _listening(pid: int) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket process ``pid`` listens on (from /proc)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            cols = line.split()
+            if cols[3] == "0A" and cols[9] in inodes:  # LISTEN
+                address, port = cols[1].split(":")
+                raw = bytes.fromhex(address)
+                if table == "tcp":
+                    host = socket.inet_ntop(socket.AF_INET, raw[::-1])
+                else:
+                    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                    host = socket.inet_ntop(socket.AF_INET6, words).removeprefix("::ffff:")
+                found.add((host, int(port, 16)))
+    return found
+
+
+def test_the_registry_listens_on_loopback_only(schema_registry: ApicurioRegistry) -> None:
+    assert schema_registry.pid is not None
+    assert _listening(schema_registry.pid) == {
+        ("127.0.0.1", schema_registry.port), ("127.0.0.1", schema_registry.management_port)}
 
 
 # -- round trips ---------------------------------------------------------------------------

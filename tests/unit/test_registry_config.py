@@ -76,6 +76,16 @@ def test_registry_options_are_canonical() -> None:
             "schema.registry.ssl.key.password"} <= set(REGISTRY_OPTIONS)
 
 
+def test_sign_in_options_are_secret_everywhere() -> None:
+    """Any option parser's ``shown`` hides them (Spark's options reach many messages)."""
+    from eos_kafka_source.client.keys import shown
+
+    for key in ("schema.registry.basic.auth.user.info", "schema.registry.bearer.auth.token",
+                "schema.registry.ssl.key.password"):
+        assert shown(key, SECRET) == "'***'"
+    assert shown("schema.registry.url", URL) == repr(URL)
+
+
 def test_basic_sign_in_from_user_info() -> None:
     config = parse(schema_registry_url=URL, schema_registry_basic_auth_user_info=f"me:{SECRET}:x")
     assert config.basic == ("me", f"{SECRET}:x")  # the password may hold colons

@@ -212,7 +212,7 @@ contrast: setup
 ## Availability under Kafka's operations, Spark's connector beside eoskafka, on a 3-node
 ## Apache Kafka (benchmarks/availability/): faults by kind x moment, query failures and
 ## the longest stall per connector: bench-results/availability.md and .json.
-## AVAILABILITY_ARGS=--short for the quick subset (CI); --kinds/--moments/--seed.
+## AVAILABILITY_ARGS=--short for the quick subset (not run by CI); --kinds/--moments/--seed.
 AVAILABILITY_ARGS ?=
 availability: kafka-jars
 	nice -n 10 $(PY) -m benchmarks.availability $(AVAILABILITY_ARGS)
@@ -286,7 +286,7 @@ sweep: kafka-jars
 	    tests/spark/test_sink_recovery.py -k "commit_step or commit_raising" || status=$$?; \
 	  exit $$status
 
-## The sequence explorer (tests/explorer; docs/chaos.md, "Sequence explorer"): SEEDS seeded
+## The sequence explorer (tests/explorer; docs/chaos.md): SEEDS seeded
 ## random sequences (from FIRST_SEED) of batches, driver kills at any crash point, Kafka's
 ## abort tool, `eoskafka fence`, rewound checkpoints, prefix changes, decision-store failures
 ## and broker restarts on an Apache Kafka of its own; each judged from the outside, a failure

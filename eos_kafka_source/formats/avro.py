@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 from fastavro.validation import ValidationError, validate
 
-from ..errors import PayloadDecodeError, PayloadEncodeError
-from . import framing
+from ..errors import PayloadDecodeError, PayloadEncodeError, SchemaNotFoundError
+from . import avro_columnar, framing
 from .avro_arrow import (
     raw_type,
     reading_fix,
@@ -31,8 +31,6 @@ from .avro_arrow import (
 from .avro_types import Loaded, Node, avro_schema_for, load, strip_logical
 from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup
 
-#: The registry's "no schema with that id" (formats/registry.py raises it).
-NOT_FOUND = "EOSKAFKA_SCHEMA_NOT_FOUND"
 _FIX = ("set the option mode to PERMISSIVE to read such records as null with the reason "
         "kept, or fix the producer")
 _RESOLVE_FIX = ("choose a reader schema the writer schema resolves to (valueSchema or "
@@ -98,9 +96,7 @@ class AvroDecoder:
             return self._reader_parsed, None
         try:
             writer = self.lookup.by_id(schema_id)
-        except Exception as exc:
-            if getattr(exc, "condition", None) != NOT_FOUND:
-                raise  # a registry that does not answer fails the batch, in any mode
+        except SchemaNotFoundError as exc:  # any other registry error fails the batch
             return _Bad(f"has a schema id the registry does not have ({exc})",
                         "register the writer schema, or fix the producer, or set the option "
                         "mode to PERMISSIVE")
@@ -233,6 +229,7 @@ class AvroEncoder:
         self._header = framing.header(schema.id)
         # Nulls where the schema has none are found row by row, with the field's path.
         self._loose = _loose(self.arrow_type)
+        self._columnar = avro_columnar.supported(self.root)
 
     def _prepare(self, values: pa.Array, column: str) -> pa.Array:
         if isinstance(values, pa.ChunkedArray):
@@ -254,6 +251,17 @@ class AvroEncoder:
 
     def encode(self, values: pa.Array, column: str) -> pa.Array:
         raw = self._prepare(values, column)
+        if self._columnar:
+            try:
+                framed = avro_columnar.encode(raw, self.root, self._header)
+            except pa.ArrowException:  # past 2 GiB in one binary column, say
+                framed = None
+            if framed is not None:
+                return framed
+        return self._one_by_one(raw, column)
+
+    def _one_by_one(self, raw: pa.Array, column: str) -> pa.Array:
+        """fastavro, record by record: any schema, and the row and field of a misfit."""
         rows = raw.to_pylist()
         out = BytesIO()
         ends = [0] * (len(rows) + 1)
@@ -282,7 +290,7 @@ class AvroEncoder:
                 validate(row if self._fix is None else self._fix(row), self._parsed,
                          raise_errors=True)
             except ValidationError as invalid:
-                why = "; ".join(invalid.errors)
+                why = "; ".join(str(e) for e in invalid.errors)
             found = column, why
         return PayloadEncodeError(f"column {column}, row {i}: {found[0]} {found[1]} (Avro "
                                   f"schema {self.schema.id}); fix the value or write with a "

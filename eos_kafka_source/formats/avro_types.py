@@ -67,6 +67,10 @@ class Node:
     size: int | None = None  # fixed size, for a decimal stored as fixed
     default: Any = None
     has_default: bool = False
+    #: set on the node a union stands for: its branch count and where "null" is (-1: none).
+    union_size: int = 0
+    null_index: int = -1
+    symbols: list[str] = field(default_factory=list)  # an enum's
 
     def walk(self) -> Iterator[Node]:
         yield self
@@ -217,7 +221,7 @@ class _Converter:
             full = _full_name(schema["name"], schema.get("namespace"), space)
             inner = full.rpartition(".")[0]
             if kind == "enum":
-                return Node("enum", pa.string(), name=full)
+                return Node("enum", pa.string(), name=full, symbols=list(schema["symbols"]))
             if kind == "fixed":
                 return Node("fixed", pa.binary(), name=full, size=int(schema["size"]))
             return self.record(schema, full, inner)
@@ -292,6 +296,8 @@ class _Converter:
                         branches=[_branch_names(b, space, self.names) for b in rest])
         made.nullable = made.nullable or nullable
         made.has_named = made.has_named or has_named
+        made.union_size = len(branches)
+        made.null_index = types.index("null") if nullable else -1
         return made
 
 

@@ -5,19 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from eos_kafka_source.errors import SchemaNotFoundError, SchemaRegistryError
 from eos_kafka_source.formats.schemas import AVRO, RegisteredSchema, SchemaReference
-
-
-class NotFound(Exception):
-    """Stands for formats/registry.py's error for an id the registry does not have (its
-    condition is what the codec goes by; not an EosKafkaError, which would add a condition
-    to the error reference)."""
-
-    condition = "EOSKAFKA_SCHEMA_NOT_FOUND"
-
-
-class Unreachable(Exception):
-    condition = "EOSKAFKA_SCHEMA_REGISTRY"
 
 
 class Lookup:
@@ -42,9 +31,9 @@ class Lookup:
     def by_id(self, schema_id: int) -> RegisteredSchema:
         self.calls += 1
         if self.down:
-            raise Unreachable("registry http://registry:8081 did not answer")
+            raise SchemaRegistryError("registry http://registry:8081 did not answer")
         if schema_id not in self.ids:
-            raise NotFound(f"schema id {schema_id} not found")
+            raise SchemaNotFoundError(f"schema id {schema_id} not found")
         return self.ids[schema_id]
 
     def version(self, subject: str, version: int | str) -> RegisteredSchema:

@@ -10,10 +10,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from eos_kafka_source.errors import ConfigError, PayloadDecodeError, PayloadEncodeError
+from eos_kafka_source.errors import (
+    ConfigError,
+    PayloadDecodeError,
+    PayloadEncodeError,
+    SchemaRegistryError,
+)
 from eos_kafka_source.formats import avro, framing
 from eos_kafka_source.formats.schemas import FAILFAST, PERMISSIVE, SchemaReference
-from tests.unit.avro_helpers import Lookup, Unreachable, where
+from tests.unit.avro_helpers import Lookup, where
 
 
 def record(*fields: tuple[str, Any], name: str = "R") -> dict[str, Any]:
@@ -326,7 +331,7 @@ def test_an_unreachable_registry_raises_in_either_mode() -> None:
     reader = lookup.add(record(("a", "long")))
     dec = avro.decoder(reader, lookup, mode=PERMISSIVE)
     lookup.down = True
-    with pytest.raises(Unreachable):
+    with pytest.raises(SchemaRegistryError, match="did not answer"):
         dec.decode(payloads, where)
 
 
@@ -432,3 +437,87 @@ def test_schema_for_refuses_what_spark_has_no_avro_for() -> None:
         avro.schema_for(pa.struct([("m", pa.map_(pa.int32(), pa.int32()))]))
     with pytest.raises(ConfigError, match="no Avro type"):
         avro.schema_for(pa.struct([("u", pa.uint64())]))
+
+
+# --- the column-wise encoder writes what fastavro writes -------------------------------
+
+EDGES = [0, 1, -1, 63, -64, 64, -65, 8191, -8192, 8192, 2**31 - 1, -2**31, 2**62, -2**62,
+         2**63 - 1, -2**63]
+
+FLAT = record(
+    ("l", "long"), ("i", "int"), ("b", "boolean"), ("fl", "float"), ("d", "double"),
+    ("s", "string"), ("by", "bytes"), ("e", {"type": "enum", "name": "E", "symbols": ["A", "B"]}),
+    ("fx", {"type": "fixed", "name": "F", "size": 2}),
+    ("dt", {"type": "int", "logicalType": "date"}),
+    ("ts", {"type": "long", "logicalType": "timestamp-millis"}),
+    ("lt", {"type": "long", "logicalType": "local-timestamp-micros"}),
+    ("dec", {"type": "bytes", "logicalType": "decimal", "precision": 20, "scale": 3}),
+    ("decf", {"type": "fixed", "name": "DF", "size": 9, "logicalType": "decimal",
+              "precision": 20, "scale": 3}),
+    ("n1", ["null", "long"]), ("n2", ["string", "null"]),
+    ("inner", ["null", record(("x", "int"), ("y", ["null", "string"]), name="In")]),
+    ("empty", record(name="Empty")),
+)
+
+
+def _flat_rows(n: int) -> list[dict[str, Any] | None]:
+    import random
+
+    rng = random.Random(11)
+    out: list[dict[str, Any] | None] = []
+    for k in range(n):
+        edge = EDGES[k % len(EDGES)]
+        out.append(None if k % 17 == 5 else {
+            "l": edge, "i": max(-2**31, min(2**31 - 1, edge)), "b": k % 2 == 0,
+            "fl": rng.uniform(-1e6, 1e6), "d": rng.uniform(-1e300, 1e300),
+            "s": "é" * (k % 70), "by": rng.randbytes(k % 200), "e": "AB"[k % 2],
+            "fx": rng.randbytes(2), "dt": date(1, 1, 1) if k % 3 else date(9999, 12, 31),
+            "ts": datetime(1970, 1, 1, tzinfo=UTC) if k % 4 else datetime(2500, 1, 1,
+                                                                          tzinfo=UTC),
+            "lt": datetime(1000, 1, 1, 0, 0, 0, k), "dec": Decimal(edge % 10**17) / 1000,
+            "decf": Decimal(-edge % 10**17) / 1000, "n1": None if k % 3 == 0 else edge,
+            "n2": None if k % 2 else f"s{k}",
+            "inner": None if k % 5 == 0 else {"x": k, "y": None if k % 7 else "y"},
+            "empty": {}})
+    return out
+
+
+def test_column_wise_encoding_is_fastavros_byte_for_byte() -> None:
+    from eos_kafka_source.formats import avro_columnar
+
+    _, enc, dec = _codec(FLAT)
+    assert avro_columnar.supported(enc.root)
+    column = pa.array(_flat_rows(600), dec.arrow_type)
+    raw = enc._prepare(column, "value")
+    ours = avro_columnar.encode(raw, enc.root, framing.header(1))
+    assert ours is not None
+    assert ours.to_pylist() == enc._one_by_one(raw, "value").to_pylist()
+    assert dec.decode(enc.encode(column, "value"), where).values.equals(column)
+
+
+@pytest.mark.parametrize("schema", [
+    '"long"', '"string"', json.dumps(["null", "double"]),
+    json.dumps(["null", record(("a", "int"))])])
+def test_column_wise_encoding_of_bare_and_top_level_nullable_schemas(schema: str) -> None:
+    from eos_kafka_source.formats import avro_columnar
+
+    _, enc, dec = _codec(schema)
+    values = {"long": [5, None, -2**63], "string": ["x", None, ""],
+              "double": [0.5, None, -0.0]}.get(str(dec.arrow_type).split("<")[0].replace(
+                  "int64", "long").replace("float64", "double"), [{"a": 1}, None, {"a": -1}])
+    column = pa.array(values, dec.arrow_type)
+    raw = enc._prepare(column, "v")
+    ours = avro_columnar.encode(raw, enc.root, framing.header(1))
+    assert ours is not None and ours.to_pylist() == enc._one_by_one(raw, "v").to_pylist()
+    assert dec.decode(ours, where).values.to_pylist() == values
+
+
+@pytest.mark.parametrize(("field", "value", "why"), [
+    ("e", "C", "E"), ("fx", b"abc", "fx"), ("s", None, "value.s is null")])
+def test_column_wise_misfits_are_named_by_the_record_by_record_path(
+        field: str, value: Any, why: str) -> None:
+    _, enc, dec = _codec(FLAT)
+    rows = _flat_rows(3)
+    rows[2] = {**rows[2], field: value}  # type: ignore[dict-item]
+    with pytest.raises(PayloadEncodeError, match=f"column value, row 2: .*{why}"):
+        enc.encode(pa.array(rows, dec.arrow_type), "value")

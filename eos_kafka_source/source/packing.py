@@ -1,4 +1,5 @@
-"""Pack a batch's offset ranges into at most ``maxPartitions`` Spark input partitions.
+"""Pack a batch's offset ranges into at most ``maxPartitions`` Spark input partitions,
+by default as many as the cluster has task slots (:func:`bins_for`, :mod:`.slots`).
 
 Runs on the driver (the planning worker), after :func:`~eos_kafka_source.offsets.plan_ranges`
 has cut the ranges (``minPartitions``, ``maxRecordsPerPartition``). No Spark imports.
@@ -6,10 +7,10 @@ has cut the ranges (``minPartitions``, ``maxRecordsPerPartition``). No Spark imp
 Why: Spark runs one task per input partition and at most as many tasks at once as the
 cluster has task slots (``spark.default.parallelism``). Each task of a Python data source
 pays two Python workers (reader and writer), so a batch whose 4 Kafka partitions make 4
-tasks on 2 slots runs in two waves and takes about one wave longer than it must
-(docs/latency.md). Packing the ranges into as many partitions as there are slots makes one
-wave, and an exactly-once sink whose partitions follow the input's opens fewer
-transactions per batch.
+tasks on 2 slots runs in two waves and takes about one wave longer than it must.
+Packing the ranges into as many partitions as there are slots makes one wave (about half
+the latency a user sees at 2,000 records/s, docs/latency.md), and an exactly-once sink
+whose partitions follow the input's opens fewer transactions per batch.
 
 How: a range holding more than an equal share of the batch (``ceil(total / bins)``) is first
 cut into near-equal pieces of at most that share, as ``minPartitions`` cuts, when the share
@@ -33,6 +34,22 @@ from ..offsets import OffsetRange, plan_ranges
 
 #: Smallest equal share (offsets) for which ranges are cut to even the bins out.
 MIN_PIECE = 10_000
+
+
+def bins_for(max_partitions: int | None, min_partitions: int | None,
+             slots: int | None) -> int | None:
+    """How many input partitions a batch packs into: ``maxPartitions`` when set; else the
+    task slots, never fewer than ``minPartitions`` (which keeps Spark's meaning, a least
+    number of partitions); None (a task per range) when the slots are not known.
+
+    >>> bins_for(None, None, 2), bins_for(8, None, 2), bins_for(None, 7, 2), bins_for(None, 3, None)
+    (2, 8, 7, None)
+    """
+    if max_partitions is not None:
+        return max_partitions
+    if slots is None:
+        return None
+    return max(slots, min_partitions or 0)
 
 
 def pack_ranges(ranges: Sequence[OffsetRange], max_partitions: int | None,

@@ -54,10 +54,11 @@ from ..options import SourceOptions
 from ..sink.timings import Phases
 from ..wire.groups import commit_offsets
 from .available_now import WrapperWatch
-from .packing import pack_ranges
+from .packing import bins_for, pack_ranges
 from .partition_reader import arrow_schema_of, read_partition
 from .partitions import KafkaInputPartition, KafkaPackedPartition
 from .planner import Offsets, SourcePlanner
+from .slots import task_slots
 
 try:  # pyspark >= 4.2
     from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
@@ -261,8 +262,9 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 def to_input_partitions(options: SourceOptions, ranges: Sequence[Any],
                         payload: ReadPlan | None = None) -> list[InputPartition]:
-    """Offset ranges -> picklable input partitions carrying what the executor needs: one per
-    range, or at most ``maxPartitions`` of them packed (:mod:`.packing`)."""
+    """Offset ranges -> picklable input partitions carrying what the executor needs: packed
+    into at most ``maxPartitions``, by default the cluster's task slots (:mod:`.packing`,
+    :mod:`.slots`); one per range when neither is known."""
     def one(r: Any) -> KafkaInputPartition:
         return KafkaInputPartition(
             r.topic, r.partition, r.start, r.end, options.client,
@@ -275,7 +277,9 @@ def to_input_partitions(options: SourceOptions, ranges: Sequence[Any],
             payload=payload,
         )
 
-    groups = pack_ranges(ranges, options.max_partitions, options.max_records_per_partition)
+    slots = task_slots() if options.max_partitions is None else None
+    bins = bins_for(options.max_partitions, options.min_partitions, slots)
+    groups = pack_ranges(ranges, bins, options.max_records_per_partition)
     return [one(g[0]) if len(g) == 1 else KafkaPackedPartition(tuple(one(r) for r in g))
             for g in groups]
 

@@ -157,3 +157,29 @@ def test_bad_input_fails_with_a_clear_message(spark, bootstrap, unique, case) ->
         reader(spark, servers, topic, **options).collect()
     for text in needle:
         assert text in str(info.value)
+
+
+def test_default_packs_four_partitions_into_the_task_slots(spark, bootstrap, unique) -> None:
+    """No maxPartitions: a 4-partition topic reads in at most as many tasks as the session has
+    task slots (local[2]: 2, one wave), each Kafka partition's committed records exactly and
+    in offset order inside its task; maxPartitions=4 gives back a task per partition."""
+    create_topic(bootstrap, unique, partitions=4)
+    with TxnWriter(bootstrap, f"{unique}-a") as a, TxnWriter(bootstrap, f"{unique}-b") as b:
+        for p in range(4):
+            a.committed(unique, [f"a{p}-1".encode(), f"a{p}-2".encode()], partition=p)
+            b.aborted(unique, [f"b{p}-x".encode()], partition=p)
+            write_plain(bootstrap, unique, [f"plain{p}".encode()], partition=p)
+            a.aborted(unique, [f"a{p}-x".encode()] * 2, partition=p)
+            b.committed(unique, [f"b{p}-1".encode()], partition=p)
+    slots = spark.sparkContext.defaultParallelism
+    assert slots < 4, "the session must have fewer task slots than the topic has partitions"
+    df = reader(spark, bootstrap, unique)
+    assert df.rdd.getNumPartitions() == slots
+    tasks = df.rdd.mapPartitions(lambda rows: [[(r.partition, r.offset) for r in rows]]).collect()
+    assert len(tasks) == slots
+    for task in tasks:  # a packed task reads its Kafka partitions one after the other
+        for p in {p for p, _ in task}:
+            offsets = [o for q, o in task if q == p]
+            assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+    assert by_partition(df.collect()) == expected(bootstrap, unique)
+    assert reader(spark, bootstrap, unique, maxPartitions="4").rdd.getNumPartitions() == 4

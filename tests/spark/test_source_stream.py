@@ -350,3 +350,30 @@ def test_bad_input_stops_the_query_with_a_clear_message(spark, bootstrap, unique
     for text in needle:
         assert text in str(info.value)
 
+
+
+def test_default_packs_each_batch_into_the_task_slots(spark, bootstrap, unique) -> None:
+    """No maxPartitions: each micro-batch of a 4-partition topic runs in at most as many tasks
+    as the session has task slots, and delivers every committed record once, in order."""
+    create_topic(bootstrap, unique, partitions=4)
+    with TxnWriter(bootstrap, f"{unique}-a") as a:
+        for p in range(4):
+            a.committed(unique, [f"c{p}-{i}".encode() for i in range(3)], partition=p)
+            a.aborted(unique, [f"x{p}".encode()], partition=p)
+            write_plain(bootstrap, unique, [f"v{p}".encode()], partition=p)
+    tasks: list[int] = []
+
+    class Counted(Batches):
+        def __call__(self, df, batch_id: int) -> None:
+            tasks.append(df.rdd.getNumPartitions())
+            super().__call__(df, batch_id)
+
+    sink = Counted()
+    q = start(stream(spark, bootstrap, subscribe=unique, startingOffsets="earliest"), sink)
+    try:
+        process_all(q)
+    finally:
+        q.stop()
+    assert sink.by_partition() == committed(bootstrap, unique)
+    slots = spark.sparkContext.defaultParallelism
+    assert tasks and all(n <= slots for n in tasks), (tasks, slots)

@@ -72,10 +72,12 @@ SOURCE = (
         "(when there are enough offsets)", "stream:min_partitions"),
     Opt("maxRecordsPerPartition", "none", "split offset ranges into tasks of at most this many "
         "offsets", "stream:max_records_per_partition"),
-    Opt("maxPartitions", "none (one task per offset range, as Spark's connector)",
-        "eoskafka's own: pack each batch's offset ranges into at most this many Spark tasks; "
-        "set it to the task slots, `spark.sparkContext.defaultParallelism`, for one wave of "
-        "tasks a batch (see [Notes on reading](#notes-on-reading))",
+    Opt("maxPartitions", "the task slots (none set; a task per offset range when they "
+        "cannot be known)",
+        "eoskafka's own: pack each batch's offset ranges into at most this many tasks. Not "
+        "set: the [task slots](glossary.md#task-slot), for [one wave](glossary.md#one-wave), "
+        "never fewer than `minPartitions`; the topic's partition count gives a task per Kafka "
+        "partition, as Spark's connector ([notes](#notes-on-reading))",
         "stream:max_partitions"),
     Opt("failOnDataLoss", "`true`", "offsets deleted by retention, and topics deleted while the "
         "query runs, fail it (`EOSKAFKA_DATA_LOSS`); `false` skips them with a warning",

@@ -105,7 +105,7 @@ def _wait(until: Any, deadline_s: float, what: str, query: Any, *probes: Any) ->
 
 def run_query(spark: Any, cfg: ClientConfig, bootstrap: str, scratch: Path, variant: str,
               trigger: str, rates: list[int], step_s: float, settle_s: float,
-              max_partitions: int = 0) -> dict[str, Any]:
+              max_partitions: int | None = None) -> dict[str, Any]:
     """One query of ``variant`` at ``trigger`` through every rate; its raw measurements."""
     if variant in floor.FLOORS:
         return run_floor(spark, scratch, variant, trigger, rates, step_s, settle_s)
@@ -191,14 +191,14 @@ def run_floor(spark: Any, scratch: Path, variant: str, trigger: str, rates: list
 
 def _start(spark: Any, bootstrap: str, scratch: Path, formats: tuple[str, str],
            delivery: str | None, trigger: str, source: str, sink: str,
-           max_partitions: int = 0) -> Any:
+           max_partitions: int | None = None) -> Any:
     source_fmt, sink_fmt = formats
     if not source_fmt:
         return _NoQuery()
     reader = (spark.readStream.format(source_fmt).option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", source).option("startingOffsets", "earliest"))
-    if source_fmt == "eoskafka" and max_partitions:
-        reader = reader.option("maxPartitions", max_partitions)  # one wave of tasks
+    if source_fmt == "eoskafka" and max_partitions is not None:
+        reader = reader.option("maxPartitions", max_partitions)  # else the source's default
     frame = reader.load()
     writer = (frame.selectExpr("key", "value").writeStream.format(sink_fmt)
               .option("kafka.bootstrap.servers", bootstrap).option("topic", sink)
@@ -260,9 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--attempts", type=int, default=3,
                         help="starts of a query whose Python worker did not connect back")
     parser.add_argument("--max-partitions", type=int, default=None,
-                        help="eoskafka's maxPartitions (default: the session's "
-                             "defaultParallelism, one wave of tasks; 0: one input partition "
-                             "per Kafka partition, as Spark's connector)")
+                        help="eoskafka's maxPartitions (default: not set, so the source's "
+                             f"default, the task slots: one wave of tasks; {PARTITIONS}: one "
+                             "input partition per Kafka partition, as Spark's connector)")
     parser.add_argument("--from-json", type=Path, default=None,
                         help="no run: tables and charts again from a run's JSON")
     args = parser.parse_args(argv)
@@ -299,9 +299,10 @@ def main(argv: list[str] | None = None) -> int:
                                 if args.installed_pyspark else None)
             floor.register(spark)
             slots = spark.sparkContext.defaultParallelism
-            max_parts = slots if args.max_partitions is None else args.max_partitions
-            tasks = min(PARTITIONS, max_parts or PARTITIONS)
-            env["eoskafka maxPartitions"] = max_parts or "unset"
+            max_parts = args.max_partitions  # None: the source's default (the task slots)
+            tasks = min(PARTITIONS, max_parts or slots)
+            env["eoskafka maxPartitions"] = (f"not set (the default: the {slots} task slots)"
+                                             if max_parts is None else max_parts)
             env["eoskafka waves"] = -(-tasks // slots)
             plan = [(v, t) for i, t in enumerate(triggers) for v in
                     (variants if i % 2 == 0 else variants[::-1]) if v != PROBE]

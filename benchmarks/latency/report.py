@@ -52,6 +52,8 @@ def summarise(run: dict[str, Any], step: dict[str, Any], timings: list[dict[str,
     planning = [t for t in mine if t["kind"] == "stream_writer" and t.get("worker") == "planning"]
     src_latest = [t for t in mine if t["kind"] == "source_latest"]
     src_parts = [t for t in mine if t["kind"] == "source_partitions"]
+    tasks = [t for t in mine if t["kind"] == "task"]
+    starts = sorted(b["start"] for b in batches)
     commit_ms = sum(t["total"] for t in hooks) * 1000
     trig = total["triggerExecution"] or float("nan")
     plan = total["latestOffset"] + total["getBatch"] + total["queryPlanning"] + \
@@ -86,8 +88,16 @@ def summarise(run: dict[str, Any], step: dict[str, Any], timings: list[dict[str,
         "source_latest_ms": _mean([t["total"] * 1000 for t in src_latest]),
         "source_partitions_ms": _mean([t["total"] * 1000 for t in src_parts]),
         "source_tasks": _mean([t.get("tasks", 0) for t in src_parts]),
+        "interval_ms": _median([(b - a) * 1000 for a, b in zip(starts, starts[1:])]),
+        "task_write_ms": _median([t["phases"].get("write", 0.0) * 1000 for t in tasks]),
+        "task_handoff_ms": _median([t["phases"].get("handoff", 0.0) * 1000 for t in tasks]),
+        "latest_calls": len(src_latest) / len(batches) if batches else float("nan"),
         "load": f"{min(step['load']):.1f}–{max(step['load']):.1f}",
     }
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
 
 
 def _ms(x: float) -> str:
@@ -180,6 +190,24 @@ def tables(rows: list[dict[str, Any]], waves: int = 2) -> list[str]:
                    f"{r.get('source_latest_ms', 0.0):.1f} | "
                    f"{r.get('source_partitions_ms', 0.0):.1f} | "
                    f"{r.get('source_tasks', 0.0):.1f} |")
+    out += ["", "## eoskafka per batch: interval, tasks and the source's calls", "",
+            "Median time from one batch's start to the next's; the writing tasks' median "
+            "`write` (reading the input and producing) and `handoff` (flush, the last "
+            "acknowledgements) phases; the source's `latestOffset` calls per batch.", "",
+            "| trigger | rate | variant | p50 ms | p99 ms | batch every (ms) | input tasks | "
+            "task write ms | task handoff ms | latestOffset calls / batch |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["variant"] == "probe only (no Spark)":
+            continue
+        eo = r["variant"].startswith("eoskafka")
+        out.append(f"| {r['trigger']} | {r['rate']:,}/s | {r['variant']} | {_ms(r['p50'])} | "
+                   f"{_ms(r['p99'])} | {_ms(r.get('interval_ms', float('nan')))} | "
+                   + (f"{r.get('source_tasks', 0.0):.1f} | "
+                      f"{_ms(r.get('task_write_ms', float('nan')))} | "
+                      f"{_ms(r.get('task_handoff_ms', float('nan')))} | "
+                      f"{r.get('latest_calls', float('nan')):.1f} |" if eo
+                      else "| | | |"))
     return out
 
 

@@ -158,7 +158,8 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         timing = Phases("source_latest")
         latest = self.planner.latest_offsets(base, max_offsets, target=self._target)
         timing.mark("latest_offsets")  # Metadata + one Fetch per leader
-        timing.write()
+        timing.write(start=sum(base.values()), end=sum(latest.end.values()),
+                     spark_start=start is not None)
         self._latest = latest.latest
         end = latest.end
         if use_min and self._target is None and self._too_early(latest.available):

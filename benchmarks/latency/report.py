@@ -12,6 +12,7 @@ the coordinator writing the markers, the LSO moving, one Fetch (≤ 10 ms wait).
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 from bisect import bisect_left
@@ -88,7 +89,7 @@ def summarise(run: dict[str, Any], step: dict[str, Any], timings: list[dict[str,
         "source_latest_ms": _mean([t["total"] * 1000 for t in src_latest]),
         "source_partitions_ms": _mean([t["total"] * 1000 for t in src_parts]),
         "source_tasks": _mean([t.get("tasks", 0) for t in src_parts]),
-        "interval_ms": _median([(b - a) * 1000 for a, b in zip(starts, starts[1:])]),
+        "interval_ms": _median([(b - a) * 1000 for a, b in itertools.pairwise(starts)]),
         "task_write_ms": _median([t["phases"].get("write", 0.0) * 1000 for t in tasks]),
         "task_handoff_ms": _median([t["phases"].get("handoff", 0.0) * 1000 for t in tasks]),
         "latest_calls": len(src_latest) / len(batches) if batches else float("nan"),

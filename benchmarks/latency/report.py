@@ -92,6 +92,8 @@ def summarise(run: dict[str, Any], step: dict[str, Any], timings: list[dict[str,
         "interval_ms": _median([(b - a) * 1000 for a, b in itertools.pairwise(starts)]),
         "task_write_ms": _median([t["phases"].get("write", 0.0) * 1000 for t in tasks]),
         "task_handoff_ms": _median([t["phases"].get("handoff", 0.0) * 1000 for t in tasks]),
+        "task_input_wait_ms": _median([t.get("input_wait", float("nan")) * 1000 for t in tasks
+                                       if "input_wait" in t]),
         "latest_calls": len(src_latest) / len(batches) if batches else float("nan"),
         "load": f"{min(step['load']):.1f}–{max(step['load']):.1f}",
     }
@@ -193,11 +195,12 @@ def tables(rows: list[dict[str, Any]], waves: int = 2) -> list[str]:
                    f"{r.get('source_tasks', 0.0):.1f} |")
     out += ["", "## eoskafka per batch: interval, tasks and the source's calls", "",
             "Median time from one batch's start to the next's; the writing tasks' median "
-            "`write` (reading the input and producing) and `handoff` (flush, the last "
-            "acknowledgements) phases; the source's `latestOffset` calls per batch.", "",
+            "`write` (reading the input and producing; of which waiting for the input, "
+            "the source's read) and `handoff` (flush, the last acknowledgements) phases; "
+            "the source's `latestOffset` calls per batch.", "",
             "| trigger | rate | variant | p50 ms | p99 ms | batch every (ms) | input tasks | "
-            "task write ms | task handoff ms | latestOffset calls / batch |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+            "task write ms | of which input | task handoff ms | latestOffset calls / batch |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["variant"] == "probe only (no Spark)":
             continue
@@ -206,9 +209,10 @@ def tables(rows: list[dict[str, Any]], waves: int = 2) -> list[str]:
                    f"{_ms(r['p99'])} | {_ms(r.get('interval_ms', float('nan')))} | "
                    + (f"{r.get('source_tasks', 0.0):.1f} | "
                       f"{_ms(r.get('task_write_ms', float('nan')))} | "
+                      f"{_ms(r.get('task_input_wait_ms', float('nan')))} | "
                       f"{_ms(r.get('task_handoff_ms', float('nan')))} | "
                       f"{r.get('latest_calls', float('nan')):.1f} |" if eo
-                      else "| | | |"))
+                      else "| | | | |"))
     return out
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -210,8 +211,9 @@ class _Writer:
                     from ..formats.payload import Encoding
 
                     iterator = Encoding(self.payload).batches(iterator)
-                writer.write_batches(iterator)
-                timed.mark("write")
+                waiting = _Waited(iterator)
+                writer.write_batches(waiting)
+                timed.mark("write")  # of which waiting.seconds for the input (the source)
                 handoff = writer.handoff()
                 timed.mark("handoff")
             except BaseException:
@@ -221,7 +223,8 @@ class _Writer:
             conf = task_conf_checkpoint(_spark_task_context())  # where Spark keeps it
             if conf:
                 handoff = dataclasses.replace(handoff, extra={**handoff.extra, CONF_KEY: conf})
-        timed.write(task=task, batch=context.get("batch_id"), records=handoff.records)
+        timed.write(task=task, batch=context.get("batch_id"), records=handoff.records,
+                    input_wait=waiting.seconds)
         log.info("eoskafka: task %s wrote %s", task, handoff.describe())
         return handoff
 
@@ -410,3 +413,23 @@ class EosKafkaBatchWriter(_Writer, DataSourceArrowWriter):
 
     def abort(self, messages: list[Any]) -> None:  # type: ignore[override]
         self._abort(messages, None)
+
+
+class _Waited:
+    """The task's input batches, timing how long the task waited for each (the upstream
+    read, e.g. the source's Fetches): the part of a task's ``write`` phase that is not
+    producing (benchmarks/latency)."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch]) -> None:
+        self.batches = iter(batches)
+        self.seconds = 0.0
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return self
+
+    def __next__(self) -> pa.RecordBatch:
+        began = time.perf_counter()
+        try:
+            return next(self.batches)
+        finally:
+            self.seconds += time.perf_counter() - began

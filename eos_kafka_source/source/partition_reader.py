@@ -65,7 +65,8 @@ def arrow_schema_of(schema: Any) -> pa.Schema:
 
 
 def read_partition(
-    part: KafkaInputPartition, schema: pa.Schema | None = None
+    part: KafkaInputPartition, schema: pa.Schema | None = None,
+    leaders: dict[tuple[str, int], int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the visible records of ``part``'s range, in offset order, as Arrow batches.
 
@@ -74,6 +75,12 @@ def read_partition(
     :class:`~eos_kafka_source.errors.DataLossError` when offsets of the range were
     deleted before being read, unless ``part.fail_on_data_loss`` is false: then the
     lost offsets are skipped with a warning and reading goes on from the log start.
+
+    ``leaders``: the leaders an earlier range of the same task looked up (a packed input
+    partition reads its ranges one after the other): a range whose partition is there
+    starts without a Metadata request, and this one's look-up adds its topic's leaders.
+    A leader that moved since answers NOT_LEADER_OR_FOLLOWER (or its connection drops)
+    and is looked up again, as after any move.
     """
     if part.end <= part.start:
         return
@@ -89,7 +96,14 @@ def read_partition(
         while position < part.end:
             try:
                 if leader is None:
-                    leader = leader_of(fetch_metadata(wire, [part.topic]), tp)
+                    # After a lost leader, always ask again (the one known may be it).
+                    leader = leaders.get(tp) if leaders is not None and lost is None else None
+                    if leader is None:
+                        info = fetch_metadata(wire, [part.topic])
+                        leader = leader_of(info, tp)
+                        if leaders is not None:
+                            leaders.update({(part.topic, p): node for p, node
+                                            in info[part.topic].leaders.items() if node >= 0})
                     if lost is None:
                         fault_point("read.after_leader", task=part.partition)  # it may die
                 for header, view in _visible(wire, leader, part, position):

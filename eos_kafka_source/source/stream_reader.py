@@ -158,7 +158,7 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         timing = Phases("source_latest")
         latest = self.planner.latest_offsets(base, max_offsets, target=self._target)
         timing.mark("latest_offsets")  # Metadata + one Fetch per leader
-        timing.write(start=sum(base.values()), end=sum(latest.end.values()),
+        timing.write(offsets_from=sum(base.values()), offsets_to=sum(latest.end.values()),
                      spark_start=start is not None)
         self._latest = latest.latest
         end = latest.end
@@ -296,13 +296,15 @@ def read_input(partition: InputPartition, schema: StructType) -> Iterator[pa.Rec
         return iter(())  # Spark's placeholder when there is nothing to read
     arrow = arrow_schema_of(schema)
     payload = parts[0].payload
+    leaders: dict[tuple[str, int], int] = {}  # one Metadata answers the task's ranges
     if payload is None:
-        return (batch for part in parts for batch in read_partition(part, arrow))
+        return (batch for part in parts for batch in read_partition(part, arrow, leaders))
     # Decoded after the visibility filter, from the full Kafka columns: one decoder per task.
     from ..formats.payload import Decoding
 
     decoding = Decoding(payload, arrow)
-    return (decoding.apply(batch) for part in parts for batch in read_partition(part))
+    return (decoding.apply(batch) for part in parts
+            for batch in read_partition(part, None, leaders))
 
 
 def _pyspark_version() -> str:

@@ -109,3 +109,23 @@ def test_arrow_schema_is_what_spark_expects() -> None:
         schema = kafka_schema(headers)
         assert pr.arrow_schema_of(schema).equals(arrow_schema(headers))
         assert isinstance(schema, StructType)
+
+
+def test_ranges_of_one_task_share_one_leader_look_up(log, monkeypatch) -> None:
+    """A packed task's ranges: the first range's Metadata answers the next one's leader."""
+    asked: list[list[str]] = []
+
+    def metadata(_w, topics):
+        asked.append(topics)
+        return {"t": TopicInfo("t", {0: 1, 1: 1})}
+
+    monkeypatch.setattr(pr, "fetch_metadata", metadata)
+    leaders: dict[tuple[str, int], int] = {}
+    first = [o for b in pr.read_partition(part(0, 10), None, leaders)
+             for o in b.column("offset").to_pylist()]
+    other = KafkaInputPartition("t", 1, 0, 10, ClientConfig(("fake:9092",)))
+    second = [o for b in pr.read_partition(other, None, leaders)
+              for o in b.column("offset").to_pylist()]
+    assert first == second == [0, 1, 5, 6, 9]
+    assert asked == [["t"]]
+    assert leaders == {("t", 0): 1, ("t", 1): 1}

@@ -417,7 +417,7 @@ def test_a_packed_partition_reads_its_ranges_one_after_the_other(
         cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
     read: list[tuple[int, int]] = []
 
-    def fake_read(part, _schema):
+    def fake_read(part, _schema, _leaders=None):
         read.append((part.partition, part.start))
         yield part.partition
 

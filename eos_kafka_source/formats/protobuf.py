@@ -79,9 +79,10 @@ def _array(values: list[Any], writer_type: pa.DataType, reader_type: pa.DataType
 
 
 def _elements(msgs_or_values: list[Any], field: descriptor.FieldDescriptor,
-              reader: pa.DataType, path: str) -> pa.Array:
+              reader: pa.DataType, path: str, reader_msg: Any) -> pa.Array:
     """One Arrow array of ``field``'s values (not its repetition): scalars, enum names or
-    sub-messages, None for null."""
+    sub-messages, None for null. ``reader_msg``: the reader's message type of a message
+    field (its defaults fill fields the writer lacks)."""
     if field.type == _F.TYPE_MESSAGE:
         name = field.message_type.full_name
         if name == TIMESTAMP:
@@ -92,7 +93,7 @@ def _elements(msgs_or_values: list[Any], field: descriptor.FieldDescriptor,
         if not pa.types.is_struct(reader):
             raise _Unreadable(f"field {path} is a message in the writer schema and "
                               f"{reader} in the reader's")
-        return _struct(msgs_or_values, field.message_type, reader, path)
+        return _struct(msgs_or_values, field.message_type, reader, path, reader_msg)
     if field.type == _F.TYPE_ENUM:
         names = {v.number: v.name for v in field.enum_type.values}
         values = [None if v is None else names.get(v, str(v)) for v in msgs_or_values]
@@ -104,9 +105,10 @@ def _elements(msgs_or_values: list[Any], field: descriptor.FieldDescriptor,
 
 
 def _column(msgs: list[Any], field: descriptor.FieldDescriptor, reader: pa.DataType,
-            path: str) -> pa.Array:
+            path: str, reader_field: Any) -> pa.Array:
     """The reader's column for ``field`` across ``msgs`` (None: a null row)."""
     name = field.name
+    reader_msg = reader_field.message_type if reader_field is not None else None
     if field.is_repeated:
         containers = [None if m is None else getattr(m, name) for m in msgs]
         offsets = np.zeros(len(msgs) + 1, np.int32)
@@ -123,35 +125,58 @@ def _column(msgs: list[Any], field: descriptor.FieldDescriptor, reader: pa.DataT
                 if c:
                     keys.extend(c.keys())
                     values.extend(c[k] for k in c.keys())
-            key_arr = _elements(keys, entry.fields_by_name["key"], reader.key_type, path)
+            value_msg = (reader_msg.fields_by_name["value"].message_type
+                         if reader_msg is not None else None)
+            key_arr = _elements(keys, entry.fields_by_name["key"], reader.key_type, path, None)
             value_arr = _elements(values, entry.fields_by_name["value"], reader.item_type,
-                                  path)
+                                  path, value_msg)
             return pa.MapArray.from_arrays(pa.array(offsets), key_arr, value_arr,
                                            type=reader, mask=mask)
         if not pa.types.is_list(reader):
             raise _Unreadable(f"field {path} is repeated in the writer schema and {reader} "
                               "in the reader's")
         flat = [v for c in containers if c for v in c]
-        items = _elements(flat, field, reader.value_type, path)
+        items = _elements(flat, field, reader.value_type, path, reader_msg)
         return pa.ListArray.from_arrays(pa.array(offsets), items, type=reader, mask=mask)
     if field.has_presence:
         values = [getattr(m, name) if m is not None and m.HasField(name) else None
                   for m in msgs]
     else:
         values = [None if m is None else getattr(m, name) for m in msgs]
-    return _elements(values, field, reader, path)
+    return _elements(values, field, reader, path, reader_msg)
+
+
+def _missing(msgs: list[Any], field: Any, arrow: pa.DataType) -> pa.Array:
+    """A reader field the writer lacks, as Protobuf reads an absent field: null where it
+    has presence (messages, ``optional``, oneof members), else its default (0, "", the
+    enum's first value, an empty list or map)."""
+    if field is None or (field.has_presence and not field.is_repeated):
+        return pa.nulls(len(msgs), arrow)
+    if field.is_repeated:
+        default: Any = []
+    elif field.type == _F.TYPE_ENUM:
+        value = field.enum_type.values_by_number.get(field.default_value)
+        default = value.name if value is not None else str(field.default_value)
+    else:
+        default = field.default_value
+        if pa.types.is_decimal(arrow):
+            default = Decimal(default)
+    return pa.array([None if m is None else default for m in msgs], arrow)
 
 
 def _struct(msgs: list[Any], desc: descriptor.Descriptor, reader: pa.StructType,
-            path: str) -> pa.Array:
+            path: str, reader_msg: Any) -> pa.Array:
     children = []
-    for reader_field in reader:
-        writer_field = desc.fields_by_name.get(reader_field.name)
-        where = f"{path}.{reader_field.name}" if path else reader_field.name
+    for arrow_field in reader:
+        writer_field = desc.fields_by_name.get(arrow_field.name)
+        reader_field = (reader_msg.fields_by_name.get(arrow_field.name)
+                        if reader_msg is not None else None)
+        where = f"{path}.{arrow_field.name}" if path else arrow_field.name
         if writer_field is None:
-            children.append(pa.nulls(len(msgs), reader_field.type))
+            children.append(_missing(msgs, reader_field, arrow_field.type))
         else:
-            children.append(_column(msgs, writer_field, reader_field.type, where))
+            children.append(_column(msgs, writer_field, arrow_field.type, where,
+                                    reader_field))
     mask = pa.array([m is None for m in msgs], pa.bool_())
     return pa.StructArray.from_arrays(children, fields=list(reader), mask=mask)
 
@@ -164,6 +189,8 @@ class ProtobufDecoder:
     lookup: SchemaLookup
     mode: str
     arrow_type: pa.StructType
+    #: The reader's message type: its defaults fill fields a writer lacks.
+    reader_message: Any
     _writers: dict[int, ProtoFile | str] = field(default_factory=dict)
 
     def _writer(self, schema_id: int) -> ProtoFile | str:
@@ -222,7 +249,7 @@ class ProtobufDecoder:
                     except (DecodeError, ValueError, RuntimeError) as exc:
                         msgs.append(None)
                         errors[i] = f"the bytes are not a {cls.DESCRIPTOR.full_name}: {exc}"
-                part = _struct(msgs, cls.DESCRIPTOR, self.arrow_type, "")
+                part = _struct(msgs, cls.DESCRIPTOR, self.arrow_type, "", self.reader_message)
             except _Unreadable as exc:
                 for i in rows:
                     errors[i] = str(exc)
@@ -255,7 +282,8 @@ def decoder(reader: RegisteredSchema, lookup: SchemaLookup, *, mode: str,
     """A decoder to the reader schema's ``message`` (None: its first message)."""
     if mode not in (FAILFAST, PERMISSIVE):
         raise ConfigError(f"mode {mode!r} is not FAILFAST or PERMISSIVE")
-    return ProtobufDecoder(reader, lookup, mode, arrow_type(reader, lookup, message=message))
+    desc, _ = load(reader, lookup).named(message)
+    return ProtobufDecoder(reader, lookup, mode, struct_type(desc), desc)
 
 
 # --- encode --------------------------------------------------------------------------------

@@ -142,7 +142,8 @@ def test_nested_message_indexes_pick_the_writer_type() -> None:
 
 V1 = 'syntax = "proto3"; message User { string name = 1; int32 age = 2; }'
 V2 = ('syntax = "proto3"; message User { string name = 1; int32 age = 2; '
-      'optional string email = 3; }')
+      'optional string email = 3; repeated string tags = 4; int64 visits = 5; '
+      'enum Tier { FREE = 0; PAID = 1; } Tier tier = 6; }')
 
 
 def test_evolution_field_added_and_removed() -> None:
@@ -150,18 +151,21 @@ def test_evolution_field_added_and_removed() -> None:
     lookup = DictLookup(v1, v2)
     old = protobuf.encoder(v1, lookup).encode(
         pa.array([{"name": "a", "age": 1}], protobuf.arrow_type(v1, lookup)), "value")
+    new_row = {"name": "b", "age": 2, "email": "b@x", "tags": ["t"], "visits": 3,
+               "tier": "PAID"}
     new = protobuf.encoder(v2, lookup).encode(
-        pa.array([{"name": "b", "age": 2, "email": "b@x"}], protobuf.arrow_type(v2, lookup)),
-        "value")
-    both = pa.concat_arrays([old, new])
-    # Reader v2 over v1 data: the added field is null.
+        pa.array([new_row], protobuf.arrow_type(v2, lookup)), "value")
+    both = pa.concat_arrays([old, new, pa.nulls(1, pa.binary())])
+    # Reader v2 over v1 data: added fields read as Protobuf reads them when absent: null
+    # with presence (optional), else the default.
     got = protobuf.decoder(v2, lookup, mode=FAILFAST).decode(both, WHERE)
-    assert got.values.to_pylist() == [{"name": "a", "age": 1, "email": None},
-                                      {"name": "b", "age": 2, "email": "b@x"}]
-    assert got.schema_ids.to_pylist() == [1, 2]
+    assert got.values.to_pylist() == [
+        {"name": "a", "age": 1, "email": None, "tags": [], "visits": 0, "tier": "FREE"},
+        new_row, None]
+    assert got.schema_ids.to_pylist() == [1, 2, None]
     # Reader v1 over v2 data: the writer's extra field is ignored.
     got = protobuf.decoder(v1, lookup, mode=FAILFAST).decode(both, WHERE)
-    assert got.values.to_pylist() == [{"name": "a", "age": 1}, {"name": "b", "age": 2}]
+    assert got.values.to_pylist() == [{"name": "a", "age": 1}, {"name": "b", "age": 2}, None]
 
 
 def test_malformed_rows_permissive_and_failfast() -> None:

@@ -31,6 +31,10 @@ RUN = {
     ("docs/operations.md",
      "# eoskafka checks: CHECKPOINT, OUTPUT and EOSKAFKA_BOOTSTRAP set by the caller"):
         "tests/broker/test_cli.py::test_the_alert_script_of_the_operations_page",
+    ("docs/formats.md", 'orders = (spark.readStream.format("eoskafka")'):
+        "tests/formats/test_docs_formats.py::test_read_and_write_blocks",
+    ("docs/formats.md", 'query = (orders.select("value")'):
+        "tests/formats/test_docs_formats.py::test_read_and_write_blocks",
     ("docs/walkthrough.md", "# 5. inspect from a terminal"):
         "tests/spark/test_docs_snippets.py::test_walkthrough",
     **{("docs/security.md", first): f"tests/broker/test_docs_security.py::{test}"

@@ -1,7 +1,7 @@
 """A real schema registry for the format tests and benchmarks: Apicurio Registry 3.3.3.
 
 Apicurio serves Confluent's REST API at ``/apis/ccompat/v7`` (what eoskafka's client
-speaks; docs/formats-registry.md lists where it differs from Confluent's registry). It is
+speaks; docs/formats.md lists where it differs from Confluent's registry). It is
 a Quarkus application: ``quarkus-run.jar`` and its ``lib/``, fetched from Maven Central
 once with ``mvn`` and extracted into ``$EOSKAFKA_CACHE/apicurio-registry-3.3.3/`` (default
 ``~/.cache/eoskafka``), never into the checkout. It needs Java 21 or newer: the newest JDK

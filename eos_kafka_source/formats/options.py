@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import ConfigError
+from .registry_config import RegistryConfig
 from .schemas import AVRO, FAILFAST, JSON, PERMISSIVE, PROTOBUF
 
 RAW = "raw"
@@ -55,17 +55,6 @@ SINK_FORMAT_OPTIONS = (*(s + n for s in SIDES for n in _SIDE_WRITE),
                        *(f"{s}.subject.name.strategy" for s in SIDES),
                        "auto.register.schemas", "use.latest.version",
                        "recordName", "recordNamespace")
-
-
-def registry_option_names() -> tuple[str, ...]:
-    """The ``schema.registry.*`` options the registry client accepts."""
-    return tuple(_registry_module().REGISTRY_OPTIONS)
-
-
-def _registry_module() -> Any:
-    import importlib
-
-    return importlib.import_module(f"{__package__}.registry")
 
 
 def _get(opts: Mapping[str, str], name: str) -> str | None:
@@ -105,8 +94,8 @@ def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
     return raw.strip().lower() == "true"
 
 
-def _registry(opts: Mapping[str, str], used: bool, what: str) -> Any:
-    """The parsed ``schema.registry.*`` options (a RegistryConfig), or None when unused."""
+def _registry(opts: Mapping[str, str], used: bool, what: str) -> RegistryConfig | None:
+    """The parsed ``schema.registry.*`` options, or None when no format uses them."""
     given = sorted(k for k in opts if k.startswith(REGISTRY_PREFIX))
     if not used:
         if given:
@@ -118,8 +107,7 @@ def _registry(opts: Mapping[str, str], used: bool, what: str) -> Any:
         raise ConfigError(f"{what} needs option('{URL}', 'http://host:8081'): the schemas "
                           f"live in a registry speaking Confluent's REST API (Confluent "
                           f"Schema Registry, Apicurio's ccompat API, Redpanda, Karapace).")
-    given_opts = {k: v for k, v in opts.items() if k.startswith(REGISTRY_PREFIX)}
-    return _registry_module().RegistryConfig.parse(given_opts)
+    return RegistryConfig.parse({k: v for k, v in opts.items() if k.startswith(REGISTRY_PREFIX)})
 
 
 def _named(formats: Mapping[str, str]) -> str:
@@ -191,7 +179,7 @@ class ReadFormats:
 
     value: ReadSide | None
     key: ReadSide | None
-    registry: Any  # formats.registry.RegistryConfig
+    registry: RegistryConfig
     mode: str = FAILFAST
     include_schema_id: bool = False
 
@@ -223,7 +211,9 @@ class ReadFormats:
         value, key = (ReadSide.parse(opts, s, formats[s], topics) if formats[s] != RAW
                       else None for s in SIDES)
         include = _bool(opts, "includeSchemaId", False)
-        return cls(value, key, _registry(opts, True, _named(formats)), mode, include)
+        registry = _registry(opts, True, _named(formats))
+        assert registry is not None
+        return cls(value, key, registry, mode, include)
 
 
 @dataclass(frozen=True)
@@ -278,7 +268,7 @@ class WriteFormats:
 
     value: WriteSide | None
     key: WriteSide | None
-    registry: Any  # formats.registry.RegistryConfig
+    registry: RegistryConfig
     auto_register: bool = True
     use_latest: bool = False
     record_name: str = RECORD_NAME
@@ -316,5 +306,6 @@ class WriteFormats:
                                 (_get(opts, f"{s}Subject") or "").strip() or None)
                       if formats[s] != RAW else None for s in SIDES)
         namespace = (_get(opts, "recordNamespace") or RECORD_NAMESPACE).strip()
-        return cls(value, key, _registry(opts, True, _named(formats)), auto, latest, name,
-                   namespace)
+        registry = _registry(opts, True, _named(formats))
+        assert registry is not None
+        return cls(value, key, registry, auto, latest, name, namespace)

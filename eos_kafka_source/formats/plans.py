@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .schemas import Codec, RegisteredSchema, SchemaLookup
+from .registry_config import RegistryConfig
+from .schemas import Codec, RegisteredSchema
+
+if TYPE_CHECKING:
+    from .registry import SchemaRegistry
 
 
 def codec(module: str) -> Codec:
@@ -23,11 +27,12 @@ def codec(module: str) -> Codec:
     return mod  # type: ignore[no-any-return]
 
 
-def registry_client(config: Any) -> SchemaLookup:
-    """The process's client for ``config`` (a RegistryConfig): its cache of schemas by id
-    outlives a task, so a worker asks the registry once per writer id."""
-    mod: Any = importlib.import_module(f"{__package__}.registry")
-    return mod.registry_for(config)  # type: ignore[no-any-return]
+def registry_client(config: RegistryConfig) -> SchemaRegistry:
+    """The process's client for ``config``: its cache of schemas by id outlives a task, so
+    a worker asks the registry once per writer id."""
+    from .registry import registry_for
+
+    return registry_for(config)
 
 
 @dataclass(frozen=True)
@@ -45,7 +50,7 @@ class ReadPlan:
     """A read's decoding, fixed when the query starts."""
 
     sides: tuple[SideRead, ...]
-    registry: Any  # RegistryConfig
+    registry: RegistryConfig
     mode: str
     include_schema_id: bool
 
@@ -67,4 +72,4 @@ class WritePlan:
     """A write's encoding, fixed when the writer is created on the driver."""
 
     sides: tuple[SideWrite, ...]
-    registry: Any  # RegistryConfig
+    registry: RegistryConfig

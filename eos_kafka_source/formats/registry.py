@@ -1,7 +1,7 @@
 """A client for Confluent's Schema Registry REST API, with a per-process cache.
 
 It speaks the API Confluent's registry serves and that Apicurio Registry serves at
-``/apis/ccompat/v7`` (docs/formats-registry.md lists what differs and what this client
+``/apis/ccompat/v7`` (docs/formats.md lists what differs and what this client
 relies on). It implements :class:`~.schemas.SchemaLookup` for the codecs, and the calls
 a writer needs: look a schema up under a subject, register it, check compatibility.
 

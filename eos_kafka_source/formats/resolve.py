@@ -17,6 +17,7 @@ from pyspark.sql.types import DataType, IntegerType, StringType, StructField, St
 from ..errors import ConfigError, SchemaError
 from .options import ReadFormats, ReadSide, WriteFormats, WriteSide
 from .plans import ReadPlan, SideRead, SideWrite, WritePlan, codec, registry_client
+from .registry import SchemaRegistry
 from .schemas import PERMISSIVE, RegisteredSchema, SchemaLookup
 
 #: Columns a read adds: each record's writer schema id (``includeSchemaId``), and in
@@ -114,7 +115,7 @@ def resolve_write(formats: WriteFormats, topic: str | None, schema: StructType) 
     key = (formats, topic, schema.json())
     plan = _RESOLVED.get(key)
     if plan is None:
-        client: Any = registry_client(formats.registry)
+        client = registry_client(formats.registry)
         columns = {f.name.lower(): f for f in schema.fields}
         sides = tuple(_writer_schema(formats, side, topic, columns, client)
                       for side in formats.sides)
@@ -123,7 +124,7 @@ def resolve_write(formats: WriteFormats, topic: str | None, schema: StructType) 
 
 
 def _writer_schema(formats: WriteFormats, side: WriteSide, topic: str | None,
-                   columns: dict[str, StructField], client: Any) -> SideWrite:
+                   columns: dict[str, StructField], client: SchemaRegistry) -> SideWrite:
     field = columns.get(side.side)
     if field is None:
         raise SchemaError(f"{side.side}Format={side.format} but the input has no "

@@ -22,6 +22,7 @@ from ..client.keys import PREFIX
 from ..client.table import BOTH, HONOURED, TABLE, honoured
 from ..client.table import SINK as ON_SINK
 from ..client.table import SOURCE as ON_SOURCE
+from ..formats.registry_config import REGISTRY_OPTIONS
 from ._common import SINK_OPTIONS, SOURCE_IGNORED, SOURCE_OPTIONS
 
 BEGIN, END = "<!-- options:begin -->", "<!-- options:end -->"
@@ -161,6 +162,38 @@ SINK = (
         "`spark.sql.streaming.checkpointLocation`, the checkpoint is `<that conf>/<queryName>`"),
 )
 
+#: ``schema.registry.*``: read the same way by both sides, with a non-raw format only.
+REGISTRY = (
+    Opt("schema.registry.url", "", "the registry's base URL (Confluent's REST API; Apicurio: "
+        "`http://host:8080/apis/ccompat/v7`); several, comma-separated, are tried in order"),
+    Opt("schema.registry.basic.auth.credentials.source", "`USER_INFO`", "`USER_INFO` or "
+        "`URL` (credentials in the URL), as Confluent's clients"),
+    Opt("schema.registry.basic.auth.user.info", "", "HTTP basic sign-in, `user:password`"),
+    Opt("schema.registry.bearer.auth.credentials.source", "`STATIC_TOKEN`", "`STATIC_TOKEN` "
+        "only: the token in `schema.registry.bearer.auth.token` (none is fetched)"),
+    Opt("schema.registry.bearer.auth.token", "", "a bearer token"),
+    Opt("schema.registry.bearer.auth.logical.cluster", "", "Confluent Cloud's logical "
+        "cluster header, with a bearer token"),
+    Opt("schema.registry.bearer.auth.identity.pool.id", "", "Confluent Cloud's identity "
+        "pool header, with a bearer token"),
+    Opt("schema.registry.ssl.ca.location", "the system's CAs", "PEM CA file for `https://`; "
+        "the host name is verified"),
+    Opt("schema.registry.ssl.certificate.location", "", "client certificate (PEM) for mutual "
+        "TLS"),
+    Opt("schema.registry.ssl.key.location", "", "its private key (PEM)"),
+    Opt("schema.registry.ssl.key.password", "", "the key's password"),
+    Opt("schema.registry.request.timeout.ms", "10000", "one request's deadline",
+        "const:eos_kafka_source.formats.registry_config:DEFAULT_TIMEOUT_MS"),
+    Opt("schema.registry.max.retries", "3", "retries of an unreachable or overloaded registry "
+        "(connection errors, HTTP 408, 429, 5xx), after every URL was tried",
+        "const:eos_kafka_source.formats.registry_config:DEFAULT_MAX_RETRIES"),
+    Opt("schema.registry.retries.wait.ms", "1000", "first backoff, jittered and doubled",
+        "const:eos_kafka_source.formats.registry_config:DEFAULT_RETRIES_WAIT_MS"),
+    Opt("schema.registry.retries.max.wait.ms", "20000", "longest backoff",
+        "const:eos_kafka_source.formats.registry_config:DEFAULT_RETRIES_MAX_WAIT_MS"),
+)
+
+
 def _kafka(side: str) -> tuple[Opt, ...]:
     """The honoured ``kafka.*`` keys of ``side``, from the table (client/table.py)."""
     return tuple(Opt(name, key.default, key.text, key.check)
@@ -204,6 +237,9 @@ def render() -> str:
              "--write`; edit eos_kafka_source/options/reference.py, not this section -->", "",
              "### Source options", "", *_table(SOURCE), "",
              "### Sink options", "", *_table(SINK), "", *SCALE_NOTE, "",
+             "### Schema registry settings, source and sink", "",
+             "With `valueFormat` or `keyFormat` other than `raw` ([formats](formats.md)); "
+             "refused without. Confluent's client names.", "", *_table(REGISTRY), "",
              "### `kafka.*` settings, source and sink", "", *_table(CONNECTION, PREFIX), "",
              "### `kafka.*` settings of the source only", "", *_table(SOURCE_KAFKA, PREFIX), "",
              "### `kafka.*` settings of the sink only", "", *_table(SINK_KAFKA, PREFIX), "",
@@ -218,7 +254,7 @@ def render() -> str:
 def accepted_names() -> dict[str, set[str]]:
     """What the parsers accept, per table (for the drift test)."""
     return {"source": set(SOURCE_OPTIONS) | set(SOURCE_IGNORED), "sink": set(SINK_OPTIONS),
-            "connection": set(honoured(BOTH))}
+            "connection": set(honoured(BOTH)), "registry": set(REGISTRY_OPTIONS)}
 
 
 def splice(page: str) -> str:

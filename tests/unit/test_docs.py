@@ -43,6 +43,7 @@ def test_every_accepted_option_has_a_line_and_every_line_is_accepted() -> None:
     assert {o.name for o in ref.SOURCE} == accepted["source"]
     assert {o.name for o in ref.SINK} == accepted["sink"]
     assert {o.name for o in ref.CONNECTION} == accepted["connection"]
+    assert {o.name for o in ref.REGISTRY} == accepted["registry"]
     kafka = {o.name for o in ref.CONNECTION + ref.SOURCE_KAFKA + ref.SINK_KAFKA}
     assert kafka == set(honoured())
     # every other key of the table is in the refused table, with its reason
@@ -117,7 +118,7 @@ def _shown(value: object) -> str:
 
 
 CHECKED = [o for o in ref.SOURCE + ref.SINK + ref.CONNECTION + ref.SOURCE_KAFKA
-           + ref.SINK_KAFKA if o.check]
+           + ref.SINK_KAFKA + ref.REGISTRY if o.check]
 
 
 @pytest.mark.parametrize("opt", CHECKED, ids=lambda o: o.name)

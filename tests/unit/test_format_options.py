@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from eos_kafka_source.errors import ConfigError
@@ -102,3 +104,41 @@ def test_use_latest_version_needs_auto_register_off() -> None:
 def test_a_strategy_is_a_short_or_a_confluent_class_name() -> None:
     refused(write, "value.subject.name.strategy must be", valueFormat="avro",
             **{"value.subject.name.strategy": "ByTopic"}, **REG)
+
+
+# -- parsed ---------------------------------------------------------------------------------
+
+def test_the_subject_defaults_to_the_topic_and_all_is_picklable() -> None:
+    opts = read(valueFormat="AVRO", keyFormat="json", includeSchemaId="true",
+                mode="permissive", keySchemaVersion="3", **REG)
+    fmt = opts.formats
+    assert fmt is not None and fmt.value is not None and fmt.key is not None
+    assert (fmt.value.format, fmt.value.subject, fmt.value.version) == ("avro", "t-value", None)
+    assert (fmt.key.format, fmt.key.subject, fmt.key.version) == ("json", "t-key", 3)
+    assert fmt.mode == "PERMISSIVE" and fmt.include_schema_id
+    assert pickle.loads(pickle.dumps(opts)) == opts
+
+
+def test_reader_schema_by_id_or_text_has_no_subject() -> None:
+    fmt = read(valueFormat="protobuf", valueSchemaId="12", **REG).formats
+    assert fmt is not None and fmt.value is not None
+    assert (fmt.value.subject, fmt.value.schema_id) == (None, 12)
+    fmt = read(valueFormat="json", valueSchema='{"type":"object"}', **REG).formats
+    assert fmt is not None and fmt.value is not None and fmt.value.text == '{"type":"object"}'
+
+
+def test_sink_subjects_follow_the_strategy() -> None:
+    fmt = write(valueFormat="avro", keyFormat="avro", recordName="Order",
+                recordNamespace="shop", **REG,
+                **{"value.subject.name.strategy":
+                   "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy"}).formats
+    assert fmt is not None and fmt.value is not None and fmt.key is not None
+    assert fmt.auto_register and not fmt.use_latest
+    assert (fmt.record_name, fmt.record_namespace) == ("Order", "shop")
+    assert fmt.value.subject_for("out", "shop.Order") == "out-shop.Order"
+    assert fmt.key.subject_for("out", "shop.Order") == "out-key"
+    assert fmt.key.subject_for(None, "shop.Order") is None
+    fmt = write(valueFormat="avro", valueSubject="fixed", **REG,
+                **{"auto.register.schemas": "false", "use.latest.version": "true"}).formats
+    assert fmt is not None and fmt.value is not None
+    assert fmt.value.subject_for(None, "x") == "fixed" and fmt.use_latest

@@ -1,0 +1,57 @@
+"""docs/formats.md's read and write blocks, run as written against Kafka and the registry
+(only addresses, topic names and the checkpoint path are replaced)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+
+from tests import doc_blocks as docs
+from tests.formats.spark_io import consume_committed, process_all, registry
+from tests.formats.test_avro_spark import ORDER, _produce, order
+from tests.kafka_helpers import create_topic
+from tests.oracle import assert_no_open_transactions
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka_only]
+
+PAGE = "docs/formats.md"
+
+
+def _run(first_line: str, swaps: dict[str, str], namespace: dict) -> None:
+    text = docs.block(PAGE, first_line).text
+    for old, new in swaps.items():
+        assert old in text, f"{PAGE}: the snippet no longer contains {old!r}"
+        text = text.replace(old, new)
+    exec(compile(text, f"{PAGE}: {first_line}", "exec"), namespace)  # noqa: S102 - our docs
+
+
+def test_read_and_write_blocks(spark, bootstrap, schema_registry, unique,
+                               tmp_path: Path) -> None:
+    topic, copy = f"{unique}-orders", f"{unique}-orders-copy"
+    create_topic(bootstrap, topic)
+    create_topic(bootstrap, copy)
+    records = [order(i) for i in range(10)]
+    _produce(bootstrap, schema_registry.url, topic, ORDER, records[:1])  # registers it
+    common = {'"localhost:9092"': repr(bootstrap),
+              '"http://localhost:8081"': repr(schema_registry.url)}
+    ns: dict = {"spark": spark}
+    _run('orders = (spark.readStream.format("eoskafka")', {**common, '"orders"': repr(topic)},
+         ns)
+    assert [f.name for f in ns["totals"].schema.fields] == ["customer", "total",
+                                                             "valueSchemaId"]
+    _run('query = (orders.select("value")',
+         {**common, '"orders-copy"': repr(copy),
+          '"/checkpoints/orders-copy"': repr(str(tmp_path / "chk"))}, ns)
+    query = ns["query"]
+    try:
+        process_all(query)  # the read starts at the latest offsets (a stream's default)
+        _produce(bootstrap, schema_registry.url, topic, ORDER, records)
+        process_all(query)
+    finally:
+        query.stop()
+    got = consume_committed(bootstrap, copy, len(records),
+                            AvroDeserializer(registry(schema_registry.url)))
+    assert sorted(got, key=lambda r: r["id"]) == records
+    assert_no_open_transactions(bootstrap, copy)

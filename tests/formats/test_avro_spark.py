@@ -236,3 +236,51 @@ def test_spark_from_avro_agrees_with_eoskafka(spark, bootstrap, schema_registry,
             .select("offset", "value").orderBy("offset").collect())
     assert len(theirs) == len(ours) == 40
     assert [r.asDict(recursive=True) for r in ours] == [r.asDict(recursive=True) for r in theirs]
+
+
+def test_a_row_that_does_not_fit_fails_the_batch_and_its_transaction(spark, bootstrap,
+                                                                    schema_registry, unique,
+                                                                    tmp_path) -> None:
+    """use.latest.version: the subject's latest schema has a required ``id``; a row with a
+    null id fails its task naming the column, and nothing of the batch is committed."""
+    source, out = f"{unique}-in", f"{unique}-out"
+    create_topic(bootstrap, source)
+    create_topic(bootstrap, out)
+    write_plain(bootstrap, source, [b'{"id": 1, "name": "a"}', b'{"id": null, "name": "b"}'])
+    registry(schema_registry.url).register_schema(f"{out}-value", Schema(V1, "AVRO"))
+
+    df = (spark.readStream.format("eoskafka").option("kafka.bootstrap.servers", bootstrap)
+          .option("subscribe", source).option("startingOffsets", "earliest").load()
+          .select(F.from_json(F.col("value").cast("string"), "id INT, name STRING")
+                  .alias("value")))
+    q = (df.writeStream.format("eoskafka").option("kafka.bootstrap.servers", bootstrap)
+         .option("topic", out).option("valueFormat", "avro")
+         .option("schema.registry.url", schema_registry.url)
+         .option("auto.register.schemas", "false").option("use.latest.version", "true")
+         .option("checkpointLocation", str(tmp_path / "chk"))
+         .trigger(availableNow=True).start())
+    with pytest.raises(Exception) as info:
+        q.awaitTermination(300)
+    text = str(info.value)
+    assert "EOSKAFKA_PAYLOAD_DOES_NOT_FIT_SCHEMA" in text and "value" in text, text[:3000]
+    view = committed_view(bootstrap, out)
+    assert not any(p.committed for p in view.values())
+    assert_no_open_transactions(bootstrap, out)
+
+
+def test_an_unregistered_schema_is_refused_at_start(spark, bootstrap, schema_registry,
+                                                    unique) -> None:
+    """auto.register.schemas=false without use.latest.version: the derived schema must be
+    registered; a batch write is refused before any task, naming the subject."""
+    out = f"{unique}-out"
+    create_topic(bootstrap, out)
+    df = spark.createDataFrame([(1, "a")], "id INT, name STRING").select(
+        F.struct("id", "name").alias("value"))
+    with pytest.raises(Exception) as info:
+        (df.write.format("eoskafka").option("kafka.bootstrap.servers", bootstrap)
+         .option("topic", out).option("valueFormat", "avro")
+         .option("schema.registry.url", schema_registry.url)
+         .option("auto.register.schemas", "false").mode("append").save())
+    text = str(info.value)
+    assert "is not registered" in text and f"{out}-value" in text, text[:3000]
+    assert not any(p.committed for p in committed_view(bootstrap, out).values())

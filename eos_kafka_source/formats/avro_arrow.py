@@ -22,18 +22,20 @@ Fix = Callable[[Any], Any]
 
 _MILLIS = ("timestamp-millis", "local-timestamp-millis")
 _MICROS = ("timestamp-micros", "local-timestamp-micros")
+_NANOS = ("time-micros",)  # Spark's TIME: nanoseconds in Arrow, microseconds in Avro
 _RAW = {"date": pa.int32(), "decimal": pa.binary()}
 
 
 def _changes(node: Node) -> bool:
-    return any(n.kind in _RAW or n.kind in _MILLIS or n.kind in _MICROS for n in node.walk())
+    return any(n.kind in _RAW or n.kind in _MILLIS or n.kind in _MICROS or n.kind in _NANOS
+               for n in node.walk())
 
 
 def raw_type(node: Node) -> pa.DataType:
     """The Arrow type of fastavro's values for ``node`` (logical types not applied)."""
     if node.kind in _RAW:
         return _RAW[node.kind]
-    if node.kind in _MILLIS or node.kind in _MICROS:
+    if node.kind in _MILLIS or node.kind in _MICROS or node.kind in _NANOS:
         return pa.int64()
     if not _changes(node):
         return node.arrow
@@ -77,11 +79,11 @@ def to_final(arr: pa.Array, node: Node) -> pa.Array:
     kind = node.kind
     if kind == "date":
         return arr.view(pa.date32())
-    if kind in _MILLIS:
+    if kind in _MILLIS or kind in _NANOS:
         try:
             arr = pc.multiply_checked(arr, 1000)
         except pa.ArrowInvalid as exc:
-            raise ValueError(f"a {kind} value is beyond Spark's timestamp range") from exc
+            raise ValueError(f"a {kind} value is beyond Spark's range") from exc
         return arr.view(node.arrow)
     if kind in _MICROS:
         return arr.view(node.arrow)
@@ -98,7 +100,7 @@ def to_raw(arr: pa.Array, node: Node) -> pa.Array:
     kind = node.kind
     if kind == "date":
         return arr.view(pa.int32())
-    if kind in _MILLIS:
+    if kind in _MILLIS or kind in _NANOS:
         return _floor_div(arr.view(pa.int64()), 1000)
     if kind in _MICROS:
         return arr.view(pa.int64())

@@ -24,7 +24,7 @@ from .avro_types import Node
 _EMPTY = pa.scalar(b"", pa.binary())
 _SIMPLE = {"boolean", "int", "long", "float", "double", "string", "bytes", "enum", "fixed",
            "date", "timestamp-millis", "timestamp-micros", "local-timestamp-millis",
-           "local-timestamp-micros", "decimal"}
+           "local-timestamp-micros", "decimal", "time-micros"}
 
 
 def supported(node: Node) -> bool:
@@ -107,7 +107,8 @@ def _encode(arr: pa.Array, node: Node) -> pa.Array | None:
         return joined if not arr.null_count else pc.if_else(arr.is_valid(), joined, None)
     if kind == "boolean":
         return _fixed_width(arr.cast(pa.uint8()), np.uint8, 1)
-    if kind in ("int", "long", "date") or kind.startswith(("timestamp", "local-timestamp")):
+    if kind in ("int", "long", "date", "time-micros") or kind.startswith(
+            ("timestamp", "local-timestamp")):
         return varints(_numbers(arr, np.int64), _validity(arr))
     if kind == "float":
         return _fixed_width(arr, np.float32, 4)

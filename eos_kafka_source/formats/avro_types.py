@@ -14,6 +14,7 @@ and Decimals would, one Python object each.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 from collections.abc import Iterator
@@ -40,7 +41,20 @@ LOGICAL = {
     "local-timestamp-millis": (("long",), "local-timestamp-millis"),
     "local-timestamp-micros": (("long",), "local-timestamp-micros"),
     "decimal": (("bytes", "fixed"), "decimal"),
+    "time-micros": (("long",), "time-micros"),
 }
+
+
+@functools.cache
+def spark_reads_time() -> bool:
+    """Whether spark-avro maps ``time-micros`` to Spark's TIME(6) (Spark 4.2 on; before,
+    it is a plain long). Told by the pyspark installed (the newest mapping without one)."""
+    try:
+        from pyspark.version import __version__
+    except ImportError:
+        return True
+    major, minor = (int(part) for part in __version__.split(".")[:2])
+    return (major, minor) >= (4, 2)
 
 
 @dataclass(eq=False)
@@ -239,6 +253,9 @@ class _Converter:
     def logical(self, schema: dict[str, Any], kind: str) -> Node | None:
         if kind == "date":
             return Node(kind, pa.date32())
+        if kind == "time-micros":
+            # Spark's TIME is time64[ns] in Arrow (pyspark's to_arrow_type).
+            return Node(kind, pa.time64("ns")) if spark_reads_time() else None
         if kind.startswith("timestamp"):
             return Node(kind, pa.timestamp("us", UTC))
         if kind.startswith("local-timestamp"):
@@ -343,6 +360,9 @@ def _to_avro(t: pa.DataType, nullable: bool, name: str, namespace: str) -> Any:
     elif pa.types.is_timestamp(t):
         schema = {"type": "long", "logicalType": "timestamp-micros" if t.tz else
                   "local-timestamp-micros"}
+    elif pa.types.is_time(t):
+        schema = {"type": "long", "logicalType": "time-micros",
+                  "spark.sql.catalyst.type": "time(6)"}
     elif pa.types.is_float32(t):
         schema = "float"
     elif pa.types.is_float64(t):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import Any
 
@@ -17,6 +17,7 @@ from eos_kafka_source.errors import (
     SchemaRegistryError,
 )
 from eos_kafka_source.formats import avro, framing
+from eos_kafka_source.formats.avro_types import spark_reads_time
 from eos_kafka_source.formats.schemas import FAILFAST, PERMISSIVE, SchemaReference
 from tests.unit.avro_helpers import Lookup, where
 
@@ -58,7 +59,8 @@ MAPPING = [
     ({"type": "long", "logicalType": "local-timestamp-millis"}, f(pa.timestamp("us"))),
     ({"type": "long", "logicalType": "local-timestamp-micros"}, f(pa.timestamp("us"))),
     ({"type": "int", "logicalType": "time-millis"}, f(pa.int32())),
-    ({"type": "long", "logicalType": "time-micros"}, f(pa.int64())),
+    ({"type": "long", "logicalType": "time-micros"},
+     f(pa.time64("ns") if spark_reads_time() else pa.int64())),
     ({"type": "string", "logicalType": "uuid"}, f(pa.string())),
     ({"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
      f(pa.decimal128(9, 2))),
@@ -90,6 +92,22 @@ def test_arrow_type_as_spark_avro_maps_it(avro_type: Any, expected: tuple[pa.Dat
                                           ) -> None:
     got = field_type(avro_type)
     assert (got.type, got.nullable) == expected
+
+
+def test_time_micros_is_a_long_before_spark_4_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """spark-avro reads time-micros as TIME(6) from Spark 4.2 on, as a long before."""
+    import pyspark.version
+
+    spark_reads_time.cache_clear()
+    try:
+        monkeypatch.setattr(pyspark.version, "__version__", "4.1.1")
+        assert field_type({"type": "long", "logicalType": "time-micros"}).type == pa.int64()
+        spark_reads_time.cache_clear()
+        monkeypatch.setattr(pyspark.version, "__version__", "4.2.0")
+        assert field_type({"type": "long", "logicalType": "time-micros"}).type == \
+            pa.time64("ns")
+    finally:
+        spark_reads_time.cache_clear()
 
 
 def test_named_types_by_name_namespaces_and_references() -> None:
@@ -157,7 +175,8 @@ def _every_type_rows() -> list[dict[str, Any] | None]:
         "b": True, "i": -2**31, "l": 2**63 - 1, "fl": 1.5, "d": -2.25, "by": b"\x00\xff",
         "s": "héllo", "e": "B", "fx": b"abc", "dt": date(1969, 12, 31), "tsm": t,
         "tsu": datetime(1900, 1, 1, 0, 0, 0, 1, tzinfo=UTC), "ltm": t.replace(tzinfo=None),
-        "ltu": datetime(2262, 1, 1, 0, 0, 0, 999999), "tm": 86_399_999, "tu": -1,
+        "ltu": datetime(2262, 1, 1, 0, 0, 0, 999999), "tm": 86_399_999,
+        "tu": time(23, 59, 59, 999999) if spark_reads_time() else -1,
         "u": "a8098c1a-f86e-11da-bd1a-00112444be1e",
         "dec": Decimal("-1234567890123456789012345678901234.5678"),
         "decf": Decimal("-0.01"), "arr": ["a", None, ""],
@@ -426,7 +445,8 @@ def test_schema_for_maps_back_to_the_same_type() -> None:
         pa.field("at", pa.timestamp("us", "UTC")), pa.field("amount", pa.decimal128(38, 9)),
         pa.field("tags", pa.list_(pa.string())),
         pa.field("m", pa.map_(pa.string(), pa.field("value", pa.int32(), False)), False),
-        pa.field("in", pa.struct([pa.field("x", pa.bool_(), False)]))])
+        pa.field("in", pa.struct([pa.field("x", pa.bool_(), False)])),
+        *([pa.field("t", pa.time64("ns"))] if spark_reads_time() else [])])
     lookup = Lookup()
     reg = lookup.add(avro.schema_for(t))
     assert avro.arrow_type(reg, lookup) == t
@@ -451,6 +471,7 @@ FLAT = record(
     ("dt", {"type": "int", "logicalType": "date"}),
     ("ts", {"type": "long", "logicalType": "timestamp-millis"}),
     ("lt", {"type": "long", "logicalType": "local-timestamp-micros"}),
+    ("tu", {"type": "long", "logicalType": "time-micros"}),
     ("dec", {"type": "bytes", "logicalType": "decimal", "precision": 20, "scale": 3}),
     ("decf", {"type": "fixed", "name": "DF", "size": 9, "logicalType": "decimal",
               "precision": 20, "scale": 3}),
@@ -474,7 +495,9 @@ def _flat_rows(n: int) -> list[dict[str, Any] | None]:
             "fx": rng.randbytes(2), "dt": date(1, 1, 1) if k % 3 else date(9999, 12, 31),
             "ts": datetime(1970, 1, 1, tzinfo=UTC) if k % 4 else datetime(2500, 1, 1,
                                                                           tzinfo=UTC),
-            "lt": datetime(1000, 1, 1, 0, 0, 0, k), "dec": Decimal(edge % 10**17) / 1000,
+            "lt": datetime(1000, 1, 1, 0, 0, 0, k),
+            "tu": time(k % 24, 0, 0, k) if spark_reads_time() else edge,
+            "dec": Decimal(edge % 10**17) / 1000,
             "decf": Decimal(-edge % 10**17) / 1000, "n1": None if k % 3 == 0 else edge,
             "n2": None if k % 2 else f"s{k}",
             "inner": None if k % 5 == 0 else {"x": k, "y": None if k % 7 else "y"},

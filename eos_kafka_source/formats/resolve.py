@@ -106,7 +106,10 @@ def column_arrow_type(data_type: DataType) -> pa.DataType:
     """The Arrow type the sink's tasks receive a Spark column in."""
     from pyspark.sql.pandas.types import to_arrow_type
 
-    return to_arrow_type(data_type, timezone="UTC")
+    try:
+        return to_arrow_type(data_type, timezone="UTC")
+    except TypeError:  # pyspark < 4.2 has no ``timezone`` keyword (and uses UTC)
+        return to_arrow_type(data_type)
 
 
 def resolve_write(formats: WriteFormats, topic: str | None, schema: StructType) -> WritePlan:

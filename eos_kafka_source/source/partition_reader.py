@@ -57,10 +57,16 @@ def arrow_schema_of(schema: Any) -> pa.Schema:
         return to_arrow_schema(schema, timezone="UTC")
     except TypeError:  # pyspark < 4.2 has no ``timezone`` keyword
         pass
-    names = schema.fieldNames()
-    kafka = arrow_schema("headers" in names)
-    return pa.schema(
-        [pa.field(f.name, kafka.field(f.name).type, nullable=f.nullable) for f in schema.fields]
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    from ..datasource import kafka_schema
+
+    spark_kafka = {f.name: f.dataType for f in kafka_schema(True).fields}
+    kafka = arrow_schema(True)
+    return pa.schema(  # a decoded value/key (valueFormat) and its extra columns: pyspark's
+        [pa.field(f.name, kafka.field(f.name).type if spark_kafka.get(f.name) == f.dataType
+                  else to_arrow_type(f.dataType), nullable=f.nullable)
+         for f in schema.fields]
     )
 
 

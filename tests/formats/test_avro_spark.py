@@ -284,3 +284,45 @@ def test_an_unregistered_schema_is_refused_at_start(spark, bootstrap, schema_reg
     text = str(info.value)
     assert "is not registered" in text and f"{out}-value" in text, text[:3000]
     assert not any(p.committed for p in committed_view(bootstrap, out).values())
+
+
+KEY = json.dumps({"type": "record", "name": "OrderKey", "namespace": "shop",
+                  "fields": [{"name": "region", "type": "string"}, {"name": "n", "type": "int"}]})
+
+
+def test_keys_and_values_decoded_and_a_given_schema_checked(spark, bootstrap, schema_registry,
+                                                           unique) -> None:
+    """keyFormat decodes ``key`` from ``<topic>-key``; a ``.schema(...)`` that is not the
+    decoded one is refused naming the column, one that is (a subset) reads."""
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    topic = f"{unique}-keyed"
+    create_topic(bootstrap, topic)
+    client = registry(schema_registry.url)
+    keys = [{"region": f"r{i % 2}", "n": i} for i in range(6)]
+    key_ser, value_ser = AvroSerializer(client, KEY), AvroSerializer(client, ORDER)
+    key_ctx = SerializationContext(topic, MessageField.KEY)
+    write_plain(bootstrap, topic, [value_ser(order(i), value_context(topic)) for i in range(6)],
+                partition=0, keys=[key_ser(k, key_ctx) for k in keys])
+    key_id = client.get_latest_version(f"{topic}-key").schema_id
+
+    df = read(spark, bootstrap, schema_registry.url, topic, keyFormat="avro",
+              valueFormat="avro", includeSchemaId="true")
+    rows = df.orderBy("offset").collect()
+    assert [r.key.asDict() for r in rows] == keys
+    assert [r.value.id for r in rows] == list(range(6))
+    assert {r.keySchemaId for r in rows} == {key_id}
+
+    given = df.select("key", "offset").schema
+    subset = (spark.read.format("eoskafka").schema(given)
+              .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+              .option("schema.registry.url", schema_registry.url)
+              .option("keyFormat", "avro").option("valueFormat", "avro").load())
+    assert [r.key.n for r in subset.orderBy("offset").collect()] == list(range(6))
+    with pytest.raises(Exception) as info:
+        (spark.read.format("eoskafka").schema("key BINARY, value BINARY, offset BIGINT")
+         .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+         .option("schema.registry.url", schema_registry.url)
+         .option("keyFormat", "avro").load().collect())
+    text = str(info.value)
+    assert "the schema given with .schema(...) has key binary" in text, text[:3000]

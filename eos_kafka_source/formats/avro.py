@@ -28,7 +28,8 @@ from .avro_arrow import (
     to_raw,
     writing_fix,
 )
-from .avro_types import Loaded, Node, avro_schema_for, load, strip_logical
+from .avro_derive import avro_schema_for
+from .avro_types import Loaded, Node, load, strip_logical
 from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup
 
 _FIX = ("set the option mode to PERMISSIVE to read such records as null with the reason "

@@ -544,3 +544,28 @@ def test_column_wise_misfits_are_named_by_the_record_by_record_path(
     rows[2] = {**rows[2], field: value}  # type: ignore[dict-item]
     with pytest.raises(PayloadEncodeError, match=f"column value, row 2: .*{why}"):
         enc.encode(pa.array(rows, dec.arrow_type), "value")
+
+
+def test_references_round_trip_and_resolve() -> None:
+    """Confluent's schema references: a named type defined under another subject."""
+    lookup = Lookup()
+    lookup.add({"type": "record", "name": "Money", "namespace": "com.shop", "fields": [
+        {"name": "cents", "type": "long"},
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}}]},
+        subject="money")
+    refs = (SchemaReference("com.shop.Money", "money", 1),)
+    writer = lookup.add({"type": "record", "name": "Order", "namespace": "com.shop",
+                         "fields": [{"name": "price", "type": "Money"},
+                                    {"name": "tip", "type": ["null", "com.shop.Money"]}]},
+                        references=refs)
+    rows = [{"price": {"cents": 5, "at": datetime(2020, 1, 1, tzinfo=UTC)}, "tip": None},
+            {"price": {"cents": -1, "at": datetime(1960, 1, 1, tzinfo=UTC)},
+             "tip": {"cents": 2, "at": datetime(2020, 1, 1, 0, 0, 1, tzinfo=UTC)}}]
+    enc = avro.encoder(writer, lookup)
+    payloads = enc.encode(pa.array(rows, enc.arrow_type), "value")
+    assert avro.decoder(writer, lookup, mode=FAILFAST).decode(
+        payloads, where).values.to_pylist() == rows
+    reader = lookup.add({"type": "record", "name": "Order", "namespace": "com.shop",
+                         "fields": [{"name": "price", "type": "Money"}]}, references=refs)
+    assert avro.decoder(reader, lookup, mode=FAILFAST).decode(
+        payloads, where).values.to_pylist() == [{"price": r["price"]} for r in rows]

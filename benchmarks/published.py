@@ -9,13 +9,17 @@ differs.
 
     python -m benchmarks.published            # print the tables
     python -m benchmarks.published --write    # rewrite them in docs/performance.md
+    python -m benchmarks.published latency bench-results/latency.json [more runs' .json]
+        # benchmarks/latency/current.json from ``make bench-latency`` runs' own JSON
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "performance.md"
@@ -43,7 +47,72 @@ def replaced(text: str) -> str:
     return text
 
 
+LATENCY_COLUMNS = ["eoskafka source", "tasks a batch", "eoskafka exactly-once p50 / p99",
+                   "Spark's `kafka` p50 / p99", "eoskafka batch every"]
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def latency_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The published latency table from ``make bench-latency`` runs' JSON
+    (``benchmarks/latency/report.py``): a row per run and (trigger, rate), eoskafka
+    exactly-once beside Spark's connector in the same run."""
+    rows: list[list[str]] = []
+    loads: list[float] = []
+    points = {(r["trigger"], r["rate"]) for run in runs for r in run["rows"]}
+    for run in runs:
+        env = run["env"]
+        by = {(r["trigger"], r["rate"], r["variant"]): r for r in run["rows"]}
+        for trigger, rate in sorted({(t, r) for t, r, _ in by}, key=str):
+            eos = by.get((trigger, rate, "eoskafka exactly-once"))
+            spark = by.get((trigger, rate, "built-in at-least-once"))
+            if eos is None or spark is None:
+                continue
+            packing = str(env.get("eoskafka maxPartitions", "?"))
+            label = (f"`maxPartitions` {packing}" if not packing[:1].isdigit()
+                     else f"`maxPartitions={packing}`")
+            if len(points) > 1:
+                label += f", {trigger} trigger, {rate:,}/s"
+            tasks = eos.get("source_tasks")
+            waves = env.get("eoskafka waves")
+            rows.append([label,
+                         (f"{tasks:.0f}" if isinstance(tasks, float) and tasks == tasks
+                          else "?") + (f" ({waves} wave{'s' if waves != 1 else ''})"
+                                       if waves else ""),
+                         f"{_ms(eos['p50'])} / {_ms(eos['p99'])} ms",
+                         f"{_ms(spark['p50'])} / {_ms(spark['p99'])} ms",
+                         f"{_ms(eos['interval_ms'])} ms"])
+            loads += [float(x) for r in (eos, spark)
+                      for x in re.findall(r"\d+(?:\.\d+)?", str(r.get("load", "")))]
+    first = runs[0]["env"]
+    workload = first["job"]
+    if len(points) == 1:
+        trigger, rate = next(iter(points))
+        workload += f", {rate:,} records/s, {trigger} trigger"
+    return {
+        "question": "end-to-end latency with the defaults",
+        "date": ", ".join(sorted({str(run["env"]["when"]) for run in runs})),
+        "command": "make bench-latency",
+        "machine": f"{first['cores']} cores, load {min(loads):g} to {max(loads):g} (1 min)"
+                   if loads else f"{first['cores']} cores",
+        "versions": f"{first['Spark']}; Spark's connector {first['connector']}; "
+                    f"{first['broker']}",
+        "workload": f"{workload}; {first['steps']}; produce-to-visible time "
+                    "(read_committed), Spark's connector in the same run",
+        "columns": LATENCY_COLUMNS,
+        "rows": rows,
+    }
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["latency"]:
+        runs = [json.loads(Path(a).read_text()) for a in argv[1:]]
+        out = ROOT / "benchmarks" / "latency" / "current.json"
+        out.write_text(json.dumps(latency_run(runs), indent=1, ensure_ascii=False) + "\n")
+        print(f"written: {out}; now python -m benchmarks.published --write")
+        return
     if "--write" in argv:
         PAGE.write_text(replaced(PAGE.read_text()))
         return

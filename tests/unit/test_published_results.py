@@ -41,3 +41,31 @@ def test_history_pages_link_to_what_exists() -> None:
                                      and anchor not in docs.anchors(dest)):
                 broken.append(f"{page.relative_to(root)}:{n}: {target}")
     assert not broken, broken
+
+
+def test_latency_table_from_the_benchmarks_own_json() -> None:
+    """``python -m benchmarks.published latency RUN.json`` reads report.py's JSON."""
+    def run(packing: str, waves: int, eos: tuple[float, float], spark: tuple[float, float]
+            ) -> dict[str, object]:
+        row = {"trigger": "default", "rate": 2000, "load": "8.2–8.5"}
+        return {"env": {"when": "2026-11-27 18:32 UTC", "job": "Kafka -> Spark -> Kafka",
+                        "steps": "40 s per rate", "Spark": "pyspark 4.3.0, local[2]",
+                        "connector": "spark-sql-kafka 4.2.0", "broker": "Apache Kafka 4.4.0",
+                        "cores": 2, "eoskafka maxPartitions": packing,
+                        "eoskafka waves": waves},
+                "rows": [{**row, "variant": "built-in at-least-once", "p50": spark[0],
+                          "p99": spark[1], "interval_ms": 555.5},
+                         {**row, "variant": "eoskafka exactly-once", "p50": eos[0],
+                          "p99": eos[1], "interval_ms": 1005.5, "source_tasks": 2.0}]}
+
+    table = published.latency_run([run("not set (the default: the 2 task slots)", 1,
+                                       (1099.0, 2021.0), (805.0, 2200.0)),
+                                   run("4", 2, (3405.0, 5701.0), (907.0, 2329.0))])
+    assert table["columns"] == published.LATENCY_COLUMNS
+    assert table["rows"] == [
+        ["`maxPartitions` not set (the default: the 2 task slots)", "2 (1 wave)",
+         "1,099 / 2,021 ms", "805 / 2,200 ms", "1,006 ms"],
+        ["`maxPartitions=4`", "2 (2 waves)", "3,405 / 5,701 ms", "907 / 2,329 ms",
+         "1,006 ms"]]
+    assert "2,000 records/s, default trigger" in table["workload"]
+    assert table["machine"] == "2 cores, load 8.2 to 8.5 (1 min)"

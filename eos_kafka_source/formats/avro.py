@@ -1,9 +1,12 @@
 """The Avro codec: Confluent-framed Avro to and from Arrow columns, as spark-avro types them.
 
-Module functions per :class:`~eos_kafka_source.formats.schemas.Codec`. Each record is read
-with its writer schema (looked up once per id, parsed once) resolved to the reader schema by
-Avro's rules (fastavro does both), then the whole batch becomes one Arrow array; logical
-types are applied column-wise after that (avro_arrow.py), so no Python call runs per field.
+Module functions per :class:`~eos_kafka_source.formats.schemas.Codec`. A record of
+primitives, enums, fixed, logical types and nullable fields is read (when written with the
+reader schema) and written column-wise with numpy (avro_columnar*.py). Otherwise each record
+is read by fastavro with its writer schema (looked up once per id, parsed once) resolved to
+the reader schema by Avro's rules, and the batch becomes one Arrow array; logical types are
+applied column-wise after that (avro_arrow.py). A bad row always goes the fastavro way,
+which names it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import pyarrow as pa
 from fastavro.validation import ValidationError, validate
 
 from ..errors import PayloadDecodeError, PayloadEncodeError, SchemaNotFoundError
-from . import avro_columnar, framing
+from . import avro_columnar, avro_columnar_decode, framing
 from .avro_arrow import (
     raw_type,
     reading_fix,
@@ -81,6 +84,7 @@ class AvroDecoder:
         self._fix = reading_fix(self.root, self._tagged)
         self._reader_parsed = _parsed(loaded)
         self._writers: dict[int, Any] = {}
+        self._columnar = avro_columnar.supported(self.root)
 
     def _writer(self, schema_id: int) -> tuple[Any, Any]:
         """(parsed writer schema, reader schema or None when they are the same); raises
@@ -127,14 +131,44 @@ class AvroDecoder:
         ids = framed.schema_ids.tolist()
         data = framed.data.tobytes()
         errors: dict[int, str] = {}
-        rows = self._all_good(framed, ids, data)
-        if rows is None:
-            rows = self._one_by_one(framed, ids, data, where, errors)
-        values = self._arrow(rows, where, ids, errors)
+        values = self._column_wise(framed)
+        if values is None:
+            rows = self._all_good(framed, ids, data)
+            if rows is None:
+                rows = self._one_by_one(framed, ids, data, where, errors)
+            values = self._arrow(rows, where, ids, errors)
         error_col = None
         if errors:
             error_col = pa.array([errors.get(i) for i in range(n)], pa.string())
         return Decoded(values, framed.id_array(), error_col)
+
+    def _column_wise(self, framed: framing.Framed) -> pa.Array | None:
+        """Every row read at once (avro_columnar_decode.py) when every row is null or was
+        written with the reader schema itself, and reads that way; else None."""
+        if not self._columnar:
+            return None
+        ok = framed.state == framing.OK
+        if (~ok & (framed.state != framing.NULL)).any():
+            return None
+        try:
+            if any(self._writer(k)[1] is not None
+                   for k in set(framed.schema_ids[ok].tolist())):
+                return None  # resolution to the reader schema: fastavro's
+        except _Bad:
+            return None
+        rows = np.flatnonzero(ok)
+        raw = avro_columnar_decode.decode(framed.data, framed.body_start[rows],
+                                          framed.end[rows], self.root)
+        if raw is None:
+            return None
+        if len(rows) != len(framed):
+            index = np.full(len(framed), -1, np.int64)
+            index[rows] = np.arange(len(rows))
+            raw = raw.take(pa.array(index, mask=~ok))
+        try:
+            return to_final(raw, self.root)
+        except ValueError:
+            return None
 
     def _all_good(self, framed: framing.Framed, ids: list[int], data: bytes
                   ) -> list[Any] | None:

@@ -569,3 +569,58 @@ def test_references_round_trip_and_resolve() -> None:
                          "fields": [{"name": "price", "type": "Money"}]}, references=refs)
     assert avro.decoder(reader, lookup, mode=FAILFAST).decode(
         payloads, where).values.to_pylist() == [{"price": r["price"]} for r in rows]
+
+
+# --- the column-wise decoder reads what fastavro reads -----------------------------------
+
+
+def test_column_wise_decoding_is_fastavros() -> None:
+    _, enc, dec = _codec(FLAT)
+    column = pa.array(_flat_rows(600), dec.arrow_type)
+    framed = framing.split(enc.encode(column, "value"))
+    ours = dec._column_wise(framed)
+    assert ours is not None and ours.type == dec.arrow_type
+    data = framed.data.tobytes()
+    theirs = dec._arrow(dec._all_good(framed, framed.schema_ids.tolist(), data), where,
+                        [], {})
+    assert ours.equals(theirs) and ours.equals(column)
+
+
+def _flat_payload(**change: Any) -> bytes:
+    _, enc, dec = _codec(FLAT)
+    row = {**_flat_rows(1)[0], **change}  # type: ignore[dict-item]
+    return enc.encode(pa.array([row], dec.arrow_type), "value")[0].as_py()
+
+
+@pytest.mark.parametrize(("damage", "why"), [
+    (lambda p: p[:-3], "does not decode"),
+    (lambda p: p.replace(b"\xc3\xa9", b"\xc3\x28", 1), "does not decode"),  # bad UTF-8
+    (lambda p: p + b"\x00\x01", None),  # trailing bytes: ignored, as Confluent's readers do
+])
+def test_column_wise_decoding_leaves_bad_rows_to_the_row_reader(damage: Any,
+                                                                why: str | None) -> None:
+    _, enc, dec = _codec(FLAT)
+    good = enc.encode(pa.array(_flat_rows(40), dec.arrow_type), "value")
+    rows = good.to_pylist()
+    rows[9] = damage(_flat_payload(s="é" * 5))
+    got = avro.decoder(dec.reader, dec.lookup, mode=PERMISSIVE).decode(
+        pa.array(rows, pa.binary()), where)
+    expected = pa.array(_flat_rows(40), dec.arrow_type).to_pylist()
+    changed = {**_flat_rows(1)[0], "s": "é" * 5}  # type: ignore[dict-item]
+    expected[9] = None if why else pa.array([changed], dec.arrow_type).to_pylist()[0]
+    assert got.values.to_pylist() == expected
+    errors = got.errors.to_pylist() if got.errors is not None else [None] * 40
+    assert [i for i, e in enumerate(errors) if e] == ([9] if why else [])
+    if why:
+        assert why in errors[9]
+
+
+def test_an_enum_index_out_of_range_is_a_row_error() -> None:
+    lookup = Lookup()
+    wide = lookup.add(record(("e", {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]})))
+    payload = avro.encoder(wide, lookup).encode(pa.array([{"e": "C"}]), "v")[0].as_py()
+    narrow = lookup.add(record(("e", {"type": "enum", "name": "E", "symbols": ["A", "B"]})))
+    got = avro.decoder(narrow, lookup, mode=PERMISSIVE).decode(
+        pa.array([framing.header(narrow.id) + payload[5:]]), where)
+    assert got.values.to_pylist() == [None]
+    assert got.errors is not None and "does not decode" in got.errors[0].as_py()

@@ -92,3 +92,19 @@ def test_encoding_replaces_the_struct_column_with_binary() -> None:
     out = encoding.apply(batch)
     assert out.schema.field("Value").type == pa.binary()
     assert out.to_pylist() == [{"Value": b"Value:1", "topic": "t"}]
+
+
+def test_a_topic_column_with_the_topic_in_the_subject_is_refused_before_any_request() -> None:
+    from pyspark.sql.types import IntegerType
+
+    from eos_kafka_source.errors import ConfigError
+    from eos_kafka_source.formats.resolve import resolve_write
+    from eos_kafka_source.options import SinkOptions
+
+    opts = SinkOptions.parse({"kafka.bootstrap.servers": "b:9092", "valueFormat": "avro",
+                              "schema.registry.url": "http://127.0.0.1:9"})
+    assert opts.formats is not None
+    schema = StructType([StructField("value", StructType([StructField("id", IntegerType())])),
+                         StructField("topic", StringType())])
+    with pytest.raises(ConfigError, match="RecordNameStrategy, or valueSubject"):
+        resolve_write(opts.formats, None, schema)

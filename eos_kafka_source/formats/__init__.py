@@ -14,6 +14,10 @@ Modules, one job each:
   and a per-process cache.
 - :mod:`.avro`, :mod:`.protobuf`, :mod:`.json_schema` -- one codec per format: the reader
   schema as an Arrow/Spark type, decode a binary column, encode a struct column.
-- :mod:`.options`   -- ``valueFormat``/``keyFormat`` and the ``schema.registry.*`` options,
-  parsed once into frozen objects.
+- :mod:`.options`   -- ``valueFormat``/``keyFormat`` and the schema options, parsed once
+  into frozen objects (the ``schema.registry.*`` ones by :mod:`.registry_config`).
+- :mod:`.resolve`   -- driver: the reader and writer schemas looked up (or registered) once
+  when a query starts, and the Spark columns they give, checked there.
+- :mod:`.plans`     -- what the driver hands the tasks: the schemas by id and text.
+- :mod:`.payload`   -- executor: decode a read's and encode a write's Arrow batches.
 """

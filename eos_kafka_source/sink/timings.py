@@ -37,6 +37,10 @@ class Phases:
         self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self.last
         self.last = now
 
+    def total_s(self) -> float:
+        """Seconds since the start."""
+        return time.perf_counter() - self.started
+
     def write(self, **extra: Any) -> None:
         if self.path is None:
             return

@@ -298,13 +298,31 @@ def read_input(partition: InputPartition, schema: StructType) -> Iterator[pa.Rec
     payload = parts[0].payload
     leaders: dict[tuple[str, int], int] = {}  # one Metadata answers the task's ranges
     if payload is None:
-        return (batch for part in parts for batch in read_partition(part, arrow, leaders))
+        return _timed_read((batch for part in parts
+                            for batch in read_partition(part, arrow, leaders)), len(parts))
     # Decoded after the visibility filter, from the full Kafka columns: one decoder per task.
     from ..formats.payload import Decoding
 
     decoding = Decoding(payload, arrow)
-    return (decoding.apply(batch) for part in parts
-            for batch in read_partition(part, None, leaders))
+    return _timed_read((decoding.apply(batch) for part in parts
+                        for batch in read_partition(part, None, leaders)), len(parts))
+
+
+def _timed_read(batches: Iterator[pa.RecordBatch], ranges: int) -> Iterator[pa.RecordBatch]:
+    """``batches``, with a ``source_read`` timing line when they are done (benchmarks: the
+    time to the first batch and the whole read, of which Spark took the batches handed)."""
+    timing = Phases("source_read")
+    rows = 0
+    first: float | None = None
+    for batch in batches:
+        if first is None:
+            first = timing.total_s()
+        rows += batch.num_rows
+        timing.mark("read")
+        yield batch
+        timing.mark("handed")  # Spark consuming the batch
+    timing.mark("read")
+    timing.write(ranges=ranges, rows=rows, first_batch_s=first)
 
 
 def _pyspark_version() -> str:

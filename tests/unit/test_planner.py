@@ -10,6 +10,7 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 import pytest
 
 from eos_kafka_source.errors import ConfigError, DataLossError, TopicNotFoundError
@@ -419,7 +420,7 @@ def test_a_packed_partition_reads_its_ranges_one_after_the_other(
 
     def fake_read(part, _schema, _leaders=None):
         read.append((part.partition, part.start))
-        yield part.partition
+        yield pa.record_batch({"partition": [part.partition]})
 
     monkeypatch.setattr(stream_reader_mod, "read_partition", fake_read)
     for p in range(3):
@@ -427,7 +428,7 @@ def test_a_packed_partition_reads_its_ranges_one_after_the_other(
     reader = stream_reader(maxPartitions="1")
     (only,) = reader.partitions({"a": {"0": 0, "1": 0, "2": 0}},
                                 {"a": {"0": 10, "1": 10, "2": 10}})
-    assert list(reader.read(only)) == [0, 1, 2]
+    assert [b.column(0)[0].as_py() for b in reader.read(only)] == [0, 1, 2]
     assert read == [(0, 0), (1, 0), (2, 0)]
 
 

@@ -161,10 +161,7 @@ class AvroDecoder:
                                           framed.end[rows], self.root)
         if raw is None:
             return None
-        if len(rows) != len(framed):
-            index = np.full(len(framed), -1, np.int64)
-            index[rows] = np.arange(len(rows))
-            raw = raw.take(pa.array(index, mask=~ok))
+        raw = avro_columnar_decode.spread(raw, ok)
         try:
             return to_final(raw, self.root)
         except ValueError:

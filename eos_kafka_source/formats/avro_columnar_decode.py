@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .avro_types import Node
 
@@ -155,9 +156,28 @@ def _field(data: np.ndarray, pos: np.ndarray, end: np.ndarray, node: Node
     values, moved = _value(data, pos[rows], end[rows], node)
     pos = pos.copy()
     pos[rows] = moved
-    index = np.full(len(pos), -1, np.int64)
+    return spread(values, present), pos
+
+
+def spread(values: pa.Array, present: np.ndarray) -> pa.Array:
+    """``values`` at the rows where ``present``, null elsewhere. A null struct keeps values
+    in its children (as ``pa.array`` leaves them): Spark refuses a null in a non-nullable
+    field even under a null parent, which ``take`` with null indices would put there."""
+    rows = np.flatnonzero(present)
+    if len(rows) == len(present):
+        return values
+    if not len(rows):
+        return pa.array([None] * len(present), values.type)
+    index = np.zeros(len(present), np.int64)
     index[rows] = np.arange(len(rows))
-    return values.take(pa.array(index, mask=~present)), pos
+    taken = values.take(pa.array(index))
+    if pa.types.is_struct(values.type):
+        return pa.StructArray.from_arrays([taken.field(i) for i in range(taken.type.num_fields)],
+                                          fields=list(values.type), mask=pa.array(~present))
+    if taken.null_count:
+        return pc.if_else(pa.array(present), taken, pa.scalar(None, values.type))
+    return pa.Array.from_buffers(values.type, len(present), [
+        pa.array(present).buffers()[1], *taken.buffers()[1:]])
 
 
 def decode(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, node: Node

@@ -207,6 +207,7 @@ def test_every_type_round_trips() -> None:
     assert payloads.null_count == 1 and payloads[0].as_py()[:5] == framing.header(1)
     decoded = dec.decode(payloads, where)
     assert decoded.values.type == dec.arrow_type
+    decoded.values.cast(dec.arrow_type)  # pyspark's check: no null in a non-nullable field
     assert decoded.values.to_pylist() == column.to_pylist()
     assert decoded.schema_ids.to_pylist() == [1, None, 1, 1, 1]
     assert decoded.errors is None
@@ -584,6 +585,8 @@ def test_column_wise_decoding_is_fastavros() -> None:
     theirs = dec._arrow(dec._all_good(framed, framed.schema_ids.tolist(), data), where,
                         [], {})
     assert ours.equals(theirs) and ours.equals(column)
+    for values in (ours, theirs):  # no null in a non-nullable field, even under a null parent
+        values.cast(dec.arrow_type)  # (pyspark's check before it takes a batch)
 
 
 def _flat_payload(**change: Any) -> bytes:

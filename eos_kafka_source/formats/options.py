@@ -46,7 +46,7 @@ STRATEGIES = {
 RECORD_NAME, RECORD_NAMESPACE = "topLevelRecord", ""
 
 #: Options of one side: ``value<Name>`` and ``key<Name>``.
-_SIDE_READ = ("Format", "Subject", "SchemaVersion", "SchemaId", "Schema")
+_SIDE_READ = ("Format", "Subject", "SchemaVersion", "SchemaId", "Schema", "MessageName")
 _SIDE_WRITE = ("Format", "Subject")
 #: Option names, as users write them (the parsers' allowed lists add these).
 SOURCE_FORMAT_OPTIONS = (*(s + n for s in SIDES for n in _SIDE_READ), "mode",
@@ -131,6 +131,8 @@ class ReadSide:
     version: int | None = None
     schema_id: int | None = None
     text: str | None = None
+    #: Protobuf: the reader message (full or short name); None: the schema's first.
+    message: str | None = None
 
     @property
     def module(self) -> str:
@@ -144,6 +146,10 @@ class ReadSide:
     def parse(cls, opts: Mapping[str, str], side: str, fmt: str,
               topics: tuple[str, ...]) -> ReadSide:
         names = {n: f"{side}{n}" for n in _SIDE_READ}
+        message = (_get(opts, names["MessageName"]) or "").strip() or None
+        if _get(opts, names["MessageName"]) is not None and fmt != "protobuf":
+            raise ConfigError(f"{names['MessageName']} only applies with {side}Format="
+                              f"protobuf (this read's is {fmt}); remove it.")
         subject = (_get(opts, names["Subject"]) or "").strip() or None
         version_raw = _get(opts, names["SchemaVersion"])
         version = None
@@ -170,7 +176,7 @@ class ReadSide:
                 f"{names['SchemaId']} or {names['Schema']}.")
         if subject is None and schema_id is None and text is None:
             subject = f"{topics[0]}-{side}"
-        return cls(side, fmt, subject, version, schema_id, text)
+        return cls(side, fmt, subject, version, schema_id, text, message)
 
 
 @dataclass(frozen=True)

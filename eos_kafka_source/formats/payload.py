@@ -32,9 +32,8 @@ class Decoding:
     def _built(self) -> dict[str, PayloadDecoder]:
         if self._decoders is None:
             client = registry_client(self.plan.registry)
-            self._decoders = {
-                s.side: codec(s.module).decoder(s.reader, client, mode=self.plan.mode)
-                for s in self.plan.sides}
+            self._decoders = {s.side: s.decoder(client, self.plan.mode)
+                              for s in self.plan.sides}
         return self._decoders
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .registry_config import RegistryConfig
-from .schemas import Codec, RegisteredSchema
+from .schemas import Codec, PayloadDecoder, RegisteredSchema, SchemaLookup
 
 if TYPE_CHECKING:
     from .registry import SchemaRegistry
@@ -43,6 +43,14 @@ class SideRead:
     module: str
     reader: RegisteredSchema
     arrow_type: pa.DataType
+    #: Protobuf: the reader message's name; None: the schema's first message.
+    message: str | None = None
+
+    def decoder(self, lookup: SchemaLookup, mode: str) -> PayloadDecoder:
+        """This side's decoder (built on the executor, once per task)."""
+        fmt: Any = codec(self.module)
+        extra = {"message": self.message} if self.message is not None else {}
+        return fmt.decoder(self.reader, lookup, mode=mode, **extra)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,10 @@ def resolve_read(formats: ReadFormats) -> ReadPlan:
                 f"{side.side}Format={side.format} but the reader schema "
                 f"({_named(side, reader)}) is {reader.schema_type}; set {side.side}Format "
                 f"to match it or choose another schema.")
-        arrow = codec(side.module).arrow_type(reader, client)
-        sides.append(SideRead(side.side, side.module, reader, arrow))
+        fmt: Any = codec(side.module)
+        extra = {"message": side.message} if side.message is not None else {}
+        arrow = fmt.arrow_type(reader, client, **extra)
+        sides.append(SideRead(side.side, side.module, reader, arrow, side.message))
     return ReadPlan(tuple(sides), formats.registry, formats.mode, formats.include_schema_id)
 
 

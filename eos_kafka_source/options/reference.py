@@ -105,6 +105,9 @@ SOURCE = (
     Opt("valueSchema", "none", "the reader schema's text (Avro JSON, JSON Schema, or a "
         ".proto) instead of a registered one; writer schemas still come from the registry"),
     Opt("keySchema", "none", "the same for `key`"),
+    Opt("valueMessageName", "the schema's first message", "`valueFormat=protobuf`: the "
+        "reader message, full (`shop.Order`) or short name"),
+    Opt("keyMessageName", "the schema's first message", "the same for `key`"),
     Opt("mode", "`FAILFAST`", "`PERMISSIVE`: a payload that does not decode gives a null "
         "`value` and its reason in a `valueError` string column (`keyError` for keys); "
         "`FAILFAST` fails the query naming topic, partition and offset. Spark's `from_avro` "

@@ -196,3 +196,34 @@ def test_protobuf_write_read_by_confluents_protobuf_deserializer(spark, bootstra
     got = consume_committed(bootstrap, out, len(inputs), as_dict)
     assert sorted(got, key=lambda r: r["id"]) == inputs
     assert_no_open_transactions(bootstrap, out)
+
+
+TWO_MESSAGES = ORDER_PROTO.replace("message Order {", "message Audit {\n  string who = 1;\n}\n\n"
+                                   "message Order {", 1)
+
+
+def test_protobuf_reader_message_by_name(spark, bootstrap, schema_registry, unique) -> None:
+    """valueMessageName picks the reader message of a schema that declares several; the
+    writer's message is the one its payload's message indexes name ([1]: the second)."""
+    topic = f"{unique}-proto2"
+    create_topic(bootstrap, topic)
+    schema_id = registry(schema_registry.url).register_schema(
+        f"{topic}-value", Schema(TWO_MESSAGES, "PROTOBUF"))
+    cls = _message_class("shop", "Order", [
+        ("id", 1, T.TYPE_INT64), ("customer", 2, T.TYPE_STRING), ("total", 3, T.TYPE_DOUBLE),
+        ("items", 4, T.TYPE_INT32), ("address", 5, T.TYPE_MESSAGE)],
+        {"Address": [("city", 1, T.TYPE_STRING), ("zip", 2, T.TYPE_INT32)]})
+    records = [order(i) for i in range(5)]
+    header = b"\x00" + struct.pack(">I", schema_id) + b"\x02\x02"  # indexes [1], zigzag
+    payloads = []
+    for r in records:
+        m = cls(id=r["id"], customer=r["customer"], total=r["total"], items=r["items"])
+        m.address.city, m.address.zip = r["address"]["city"], r["address"]["zip"]
+        payloads.append(header + m.SerializeToString())
+    write_plain(bootstrap, topic, payloads)
+    df = read(spark, bootstrap, schema_registry.url, topic, valueFormat="protobuf",
+              valueMessageName="shop.Order")
+    assert df.schema["value"].dataType.fieldNames() == ["id", "customer", "total", "items",
+                                                        "address"]
+    rows = df.orderBy("offset").collect()
+    assert [r.value.asDict(recursive=True) for r in rows] == records

@@ -142,3 +142,10 @@ def test_sink_subjects_follow_the_strategy() -> None:
                 **{"auto.register.schemas": "false", "use.latest.version": "true"}).formats
     assert fmt is not None and fmt.value is not None
     assert fmt.value.subject_for(None, "x") == "fixed" and fmt.use_latest
+
+
+def test_a_message_name_is_protobufs_alone() -> None:
+    refused(read, "valueMessageName only applies with valueFormat=protobuf",
+            valueFormat="avro", valueMessageName="Order", **REG)
+    fmt = read(valueFormat="protobuf", valueMessageName="shop.Order", **REG).formats
+    assert fmt is not None and fmt.value is not None and fmt.value.message == "shop.Order"

@@ -17,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConfigError, EosKafkaError, PayloadDecodeError, PayloadEncodeError
 from . import framing
+from .gcpause import gc_paused
 from .json_schema_types import Resolver, schema_for, to_arrow
 from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup
 
@@ -114,32 +114,39 @@ class JsonDecoder:
         return self._validators[schema_id]
 
     def decode(self, payloads: pa.Array, where: Callable[[int], str]) -> Decoded:
+        with gc_paused():
+            return self._decode(payloads, where)
+
+    def _decode(self, payloads: pa.Array, where: Callable[[int], str]) -> Decoded:
         framed = framing.split(payloads)
         n = len(framed)
         errors: list[str | None] = [None] * n
         rows: list[Any] = [None] * n
-        data = framed.data
+        data = framed.data.tobytes()
+        starts, ends = framed.body_start.tolist(), framed.end.tolist()
+        ids = framed.schema_ids.tolist()
         loads = json.loads
-        for i in np.flatnonzero(framed.state != framing.NULL):
-            state = framed.state[i]
+        objects = pa.types.is_struct(self.arrow_type)
+        for i, state in enumerate(framed.state.tolist()):
             if state != framing.OK:
-                errors[i] = f"the payload {framing.WHY[state]}"
+                if state != framing.NULL:
+                    errors[i] = f"the payload {framing.WHY[state]}"
                 continue
             try:
-                rows[i] = loads(data[framed.body_start[i]:framed.end[i]].tobytes())
+                row = loads(data[starts[i]:ends[i]])
             except ValueError as exc:
                 errors[i] = f"the bytes are not JSON text: {exc}"
                 continue
+            if objects and not isinstance(row, dict):
+                errors[i] = f"the JSON is a {type(row).__name__}, not an object"
+                continue
             if self.validate:
-                validator = self._validator_for(int(framed.schema_ids[i]))
-                why = validator if isinstance(validator, str) else _first_error(
-                    validator, rows[i])
+                validator = self._validator_for(ids[i])
+                why = validator if isinstance(validator, str) else _first_error(validator, row)
                 if why is not None:
-                    errors[i], rows[i] = f"it does not fit its writer schema {why}", None
-        for i in np.flatnonzero(framed.state == framing.OK):
-            if errors[i] is None and pa.types.is_struct(self.arrow_type) and not isinstance(
-                    rows[i], dict):
-                errors[i], rows[i] = f"the JSON is a {type(rows[i]).__name__}, not an object", None
+                    errors[i] = f"it does not fit its writer schema {why}"
+                    continue
+            rows[i] = row
         self._fail_fast(errors, framed, where)
         values = self._column(rows, errors)
         self._fail_fast(errors, framed, where)
@@ -255,6 +262,10 @@ class JsonEncoder:
     _validator: Any = None
 
     def encode(self, values: pa.Array, column: str) -> pa.Array:
+        with gc_paused():
+            return self._encode(values, column)
+
+    def _encode(self, values: pa.Array, column: str) -> pa.Array:
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
         ready = _json_ready(values)

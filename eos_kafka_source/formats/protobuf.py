@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import ConfigError, PayloadDecodeError
 from . import framing
+from .gcpause import gc_paused
 from .protobuf_encode import ProtobufEncoder
 from .protobuf_schema import (
     DURATION,
@@ -105,8 +107,9 @@ def _elements(msgs_or_values: list[Any], field: descriptor.FieldDescriptor,
 
 
 def _column(msgs: list[Any], field: descriptor.FieldDescriptor, reader: pa.DataType,
-            path: str, reader_field: Any) -> pa.Array:
-    """The reader's column for ``field`` across ``msgs`` (None: a null row)."""
+            path: str, reader_field: Any, complete: bool) -> pa.Array:
+    """The reader's column for ``field`` across ``msgs`` (None: a null row; ``complete``:
+    there is none)."""
     name = field.name
     reader_msg = reader_field.message_type if reader_field is not None else None
     if field.is_repeated:
@@ -141,6 +144,8 @@ def _column(msgs: list[Any], field: descriptor.FieldDescriptor, reader: pa.DataT
     if field.has_presence:
         values = [getattr(m, name) if m is not None and m.HasField(name) else None
                   for m in msgs]
+    elif complete:
+        values = list(map(attrgetter(name), msgs))
     else:
         values = [None if m is None else getattr(m, name) for m in msgs]
     return _elements(values, field, reader, path, reader_msg)
@@ -166,6 +171,7 @@ def _missing(msgs: list[Any], field: Any, arrow: pa.DataType) -> pa.Array:
 
 def _struct(msgs: list[Any], desc: descriptor.Descriptor, reader: pa.StructType,
             path: str, reader_msg: Any) -> pa.Array:
+    complete = not any(m is None for m in msgs)
     children = []
     for arrow_field in reader:
         writer_field = desc.fields_by_name.get(arrow_field.name)
@@ -176,7 +182,7 @@ def _struct(msgs: list[Any], desc: descriptor.Descriptor, reader: pa.StructType,
             children.append(_missing(msgs, reader_field, arrow_field.type))
         else:
             children.append(_column(msgs, writer_field, arrow_field.type, where,
-                                    reader_field))
+                                    reader_field, complete))
     mask = pa.array([m is None for m in msgs], pa.bool_())
     return pa.StructArray.from_arrays(children, fields=list(reader), mask=mask)
 
@@ -212,27 +218,30 @@ class ProtobufDecoder:
         return self._writers[schema_id]
 
     def decode(self, payloads: pa.Array, where: Callable[[int], str]) -> Decoded:
+        with gc_paused():
+            return self._decode(payloads, where)
+
+    def _decode(self, payloads: pa.Array, where: Callable[[int], str]) -> Decoded:
         framed = framing.split(payloads)
         n = len(framed)
-        indexes, starts = framing.split_message_indexes(framed)
+        indexes, start_array = framing.split_message_indexes(framed)
         errors: list[str | None] = [None] * n
         groups: dict[tuple[int, tuple[int, ...]], list[int]] = {}
-        for i in range(n):
-            state = framed.state[i]
-            if state == framing.NULL:
-                continue
-            if state != framing.OK:
+        ids = framed.schema_ids.tolist()
+        for i, state in enumerate(framed.state.tolist()):
+            if state == framing.OK:
+                path = indexes[i]
+                if path is None:
+                    errors[i] = "its Protobuf message indexes do not parse"
+                else:
+                    groups.setdefault((ids[i], tuple(path)), []).append(i)
+            elif state != framing.NULL:
                 errors[i] = f"the payload {framing.WHY[state]}"
-                continue
-            path = indexes[i]
-            if path is None:
-                errors[i] = "its Protobuf message indexes do not parse"
-                continue
-            groups.setdefault((int(framed.schema_ids[i]), tuple(path)), []).append(i)
         parts: list[pa.Array] = []
         position = np.full(n, -1, np.int64)
         done = 0
-        data = framed.data
+        data = framed.data.tobytes()
+        starts, ends = start_array.tolist(), framed.end.tolist()
         for (schema_id, index_path), rows in groups.items():
             writer = self._writer(schema_id)
             try:
@@ -242,13 +251,18 @@ class ProtobufDecoder:
                     cls = writer.message_class(writer.message(list(index_path)))
                 except LookupError as exc:
                     raise _Unreadable(str(exc)) from None
-                msgs: list[Any] = []
-                for i in rows:
-                    try:
-                        msgs.append(cls.FromString(data[starts[i]:framed.end[i]].tobytes()))
-                    except (DecodeError, ValueError, RuntimeError) as exc:
-                        msgs.append(None)
-                        errors[i] = f"the bytes are not a {cls.DESCRIPTOR.full_name}: {exc}"
+                parse = cls.FromString
+                try:
+                    msgs: list[Any] = [parse(data[starts[i]:ends[i]]) for i in rows]
+                except (DecodeError, ValueError, RuntimeError):
+                    msgs = []  # row by row, to find the rows that do not parse
+                    for i in rows:
+                        try:
+                            msgs.append(parse(data[starts[i]:ends[i]]))
+                        except (DecodeError, ValueError, RuntimeError) as exc:
+                            msgs.append(None)
+                            errors[i] = (f"the bytes are not a {cls.DESCRIPTOR.full_name}: "
+                                         f"{exc}")
                 part = _struct(msgs, cls.DESCRIPTOR, self.arrow_type, "", self.reader_message)
             except _Unreadable as exc:
                 for i in rows:

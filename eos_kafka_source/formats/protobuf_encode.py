@@ -17,6 +17,7 @@ from google.protobuf import descriptor
 from google.protobuf.message import EncodeError
 
 from ..errors import PayloadEncodeError
+from .gcpause import gc_paused
 from .protobuf_schema import DURATION, TIMESTAMP, is_map
 from .schemas import RegisteredSchema
 
@@ -145,6 +146,10 @@ class ProtobufEncoder:
         default_factory=dict)
 
     def encode(self, values: pa.Array, column: str) -> pa.Array:
+        with gc_paused():
+            return self._encode(values, column)
+
+    def _encode(self, values: pa.Array, column: str) -> pa.Array:
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
         if not pa.types.is_struct(values.type):

@@ -2,12 +2,12 @@
 
 Decoding parses each record with its writer's message class (upb, in C), then builds the
 Arrow column field by field across all rows of a writer schema (one ``pa.array`` per leaf,
-no dict per row). Reader and writer fields are matched by name: a writer field the reader
-lacks is ignored, a reader field the writer lacks is null, a field whose type differs is
-cast (int32 to int64, say) or, where no cast exists, fails the rows of that writer schema.
-A field with presence (a message, proto3 ``optional``, a oneof member, proto2) is null when
-unset; one without (a proto3 scalar) reads as its default, as every Protobuf runtime gives
-it. Encoding is in :mod:`.protobuf_encode`.
+no dict per row). Reader and writer fields are matched by number, as Protobuf matches them:
+a writer field the reader lacks is ignored, a reader field the writer lacks reads as an
+absent field, a field whose type differs is cast (int32 to int64, say) or, where no cast
+exists, fails the rows of that writer schema. A field with presence (a message, proto3
+``optional``, a oneof member, proto2) is null when unset; one without (a proto3 scalar)
+reads as its default, as every Protobuf runtime gives it. Encoding is in :mod:`.protobuf_encode`.
 """
 
 from __future__ import annotations
@@ -174,9 +174,12 @@ def _struct(msgs: list[Any], desc: descriptor.Descriptor, reader: pa.StructType,
     complete = not any(m is None for m in msgs)
     children = []
     for arrow_field in reader:
-        writer_field = desc.fields_by_name.get(arrow_field.name)
         reader_field = (reader_msg.fields_by_name.get(arrow_field.name)
                         if reader_msg is not None else None)
+        # By number, as Protobuf matches them (a renamed field keeps its values).
+        writer_field = (desc.fields_by_number.get(reader_field.number)
+                        if reader_field is not None else desc.fields_by_name.get(
+                            arrow_field.name))
         where = f"{path}.{arrow_field.name}" if path else arrow_field.name
         if writer_field is None:
             children.append(_missing(msgs, reader_field, arrow_field.type))

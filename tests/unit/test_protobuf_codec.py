@@ -168,6 +168,19 @@ def test_evolution_field_added_and_removed() -> None:
     assert got.values.to_pylist() == [{"name": "a", "age": 1}, {"name": "b", "age": 2}, None]
 
 
+def test_fields_match_by_number_as_protobuf_does() -> None:
+    """A renamed field keeps its values; a field that kept its name under a new number is
+    another field (the old one's values are not read into it)."""
+    writer = _schema('syntax = "proto3"; message U { string name = 1; int32 age = 2; }', 1)
+    reader = _schema('syntax = "proto3"; message U { string full_name = 1; int32 age = 3; }',
+                     2)
+    lookup = DictLookup(writer, reader)
+    payloads = protobuf.encoder(writer, lookup).encode(pa.array([{"name": "a", "age": 7}]),
+                                                       "value")
+    got = protobuf.decoder(reader, lookup, mode=FAILFAST).decode(payloads, WHERE)
+    assert got.values.to_pylist() == [{"full_name": "a", "age": 0}]
+
+
 def test_malformed_rows_permissive_and_failfast() -> None:
     schema = _schema(V1, 1)
     lookup = DictLookup(schema, _schema('{"type": "string"}', 5))

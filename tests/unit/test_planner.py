@@ -410,8 +410,25 @@ def test_max_partitions_packs_the_plan_into_picklable_input_partitions(
     assert [[(q.partition, q.start, q.end) for q in p.parts] for p in parts] == [
         [(0, 0, 50), (3, 0, 20)], [(1, 0, 40), (2, 0, 30)]]
     assert pickle.loads(pickle.dumps(parts)) == parts
-    unpacked = stream_reader(minPartitions="2").partitions(start, end)
+    unpacked = stream_reader(minPartitions="2", maxPartitions="4").partitions(start, end)
     assert [type(p).__name__ for p in unpacked] == ["KafkaInputPartition"] * 4
+
+
+@pytest.mark.parametrize(("slots", "options", "tasks"), [
+    (2, {}, 2),                          # the default: the task slots
+    (None, {}, 4),                       # slots unknown: a task per range, as Spark's
+    (2, {"maxPartitions": "4"}, 4),      # maxPartitions overrides
+    (2, {"minPartitions": "3"}, 3),      # minPartitions stays a floor
+])
+def test_the_default_packs_into_the_task_slots(
+        cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch, slots: int | None,
+        options: dict[str, str], tasks: int) -> None:
+    monkeypatch.setattr(stream_reader_mod, "task_slots", lambda: slots)
+    for p in range(4):
+        cluster.set("a", p, 0, 10)
+    parts = stream_reader(**options).partitions({"a": {str(p): 0 for p in range(4)}},
+                                                {"a": {str(p): 10 for p in range(4)}})
+    assert len(parts) == tasks
 
 
 def test_a_packed_partition_reads_its_ranges_one_after_the_other(

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from ..errors import ConfigError, EosKafkaError, PayloadDecodeError, PayloadEncodeError
 from . import framing
 from .gcpause import gc_paused
+from .json_check import Checker
 from .json_schema_types import Resolver, schema_for, to_arrow
 from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup
 
@@ -74,21 +75,6 @@ def _converter(arrow: pa.DataType) -> Convert | None:
     return None
 
 
-def _validator(resolver: Resolver) -> Any:
-    import jsonschema
-
-    cls = jsonschema.validators.validator_for(resolver.document)
-    return cls(resolver.document, registry=resolver.registry(),
-               format_checker=cls.FORMAT_CHECKER)
-
-
-def _first_error(validator: Any, value: Any) -> str | None:
-    error = next(iter(validator.iter_errors(value)), None)
-    if error is None:
-        return None
-    return f"at {error.json_path}: {error.message}"
-
-
 @dataclass
 class JsonDecoder:
     """Decodes a binary column of JSON records (see :class:`.schemas.PayloadDecoder`)."""
@@ -103,7 +89,7 @@ class JsonDecoder:
     def _validator_for(self, schema_id: int) -> Any:
         if schema_id not in self._validators:
             try:
-                self._validators[schema_id] = _validator(
+                self._validators[schema_id] = Checker(
                     Resolver(self.lookup.by_id(schema_id), self.lookup))
             except (LookupError, ConfigError) as exc:
                 self._validators[schema_id] = str(getattr(exc, "message", exc))
@@ -142,7 +128,7 @@ class JsonDecoder:
                 continue
             if self.validate:
                 validator = self._validator_for(ids[i])
-                why = validator if isinstance(validator, str) else _first_error(validator, row)
+                why = validator if isinstance(validator, str) else validator.first_error(row)
                 if why is not None:
                     errors[i] = f"it does not fit its writer schema {why}"
                     continue
@@ -275,7 +261,7 @@ class JsonEncoder:
         dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False,
                                  allow_nan=False).encode
         if self.validate and self._validator is None:
-            self._validator = _validator(self.resolver)
+            self._validator = Checker(self.resolver)
         out: list[bytes | None] = []
         for i, row in enumerate(rows):
             if row is None:
@@ -284,7 +270,7 @@ class JsonEncoder:
             if prepare is not None:
                 row = prepare(row)
             if self.validate:
-                why = _first_error(self._validator, row)
+                why = self._validator.first_error(row)
                 if why is not None:
                     raise PayloadEncodeError(
                         f"column {column!r} row {i} does not fit JSON schema id "

@@ -247,3 +247,31 @@ def test_confluent_serializer_bytes_decode_with_ours_and_ours_with_theirs() -> N
         back = deserializer(payload, ctx)  # validates against the schema too
         assert back["id"] == i and back["totals"] == {"x": i}
         assert back["placed"] == f"2024-05-01T12:00:{i:02d}.123456Z"
+
+
+def test_fast_check_agrees_and_errors_keep_jsonschemas_words() -> None:
+    """fastjsonschema takes the values that fit (the schema and its references compile);
+    a value it refuses is judged and worded by jsonschema."""
+    from eos_kafka_source.formats.json_check import Checker
+    from eos_kafka_source.formats.json_schema_types import Resolver
+
+    address = RegisteredSchema(10, "JSON", json.dumps(
+        {"type": "object", "properties": {"city": {"type": "string", "maxLength": 4}}}),
+        subject="address", version=1)
+    main = _schema({"type": "object", "properties": {
+        "home": {"$ref": "address.json"}, "n": {"type": "integer", "minimum": 0},
+        "at": {"type": "string", "format": "date-time"}}, "required": ["n"]}, 11,
+        references=(SchemaReference("address.json", "address", 1),))
+    checker = Checker(Resolver(main, DictLookup(address, main)))
+    assert checker._fast is not None
+    assert checker.first_error({"n": 1, "home": {"city": "Rome"},
+                                "at": "2024-01-01T00:00:00.5Z"}) is None
+    assert checker.first_error({"n": -1}) == "at $.n: -1 is less than the minimum of 0"
+    assert checker.first_error({"n": 1, "home": {"city": "Paris"}}) == (
+        "at $.home.city: 'Paris' is too long")
+    assert checker.first_error({}) == "at $: 'n' is a required property"
+    newer = _schema({"$schema": "https://json-schema.org/draft/2020-12/schema",
+                     "type": "array", "prefixItems": [{"type": "integer"}]}, 12)
+    slow_only = Checker(Resolver(newer, DictLookup(newer)))
+    assert slow_only._fast is None
+    assert "is not of type 'integer'" in (slow_only.first_error(["x"]) or "")

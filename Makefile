@@ -10,7 +10,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: setup kafka-jars registry-app test test-tansu test-tansu-all test-kafka test-kafka-faults \
 	test-kafka-faults-broker test-kafka-faults-spark test-kafka39 test-fast test-faults lint demo \
-	demo-docker availability bench bench-setup bench-latency bench-scale bench-longrun bench-connector contrast chaos \
+	demo-docker availability bench bench-setup bench-latency bench-scale bench-longrun bench-connector bench-formats contrast chaos \
 	chaos-operator failover sweep explore explore-ci smoke-spark smoke-spark-deps smoke-spark40 kerberos-deps clean
 
 setup: $(STAMP)
@@ -189,6 +189,14 @@ bench-latency: bench-setup kafka-jars
 ## Only the comparison with Spark's Kafka connector (Apache Kafka started by the benchmark).
 bench-connector: bench-setup
 	$(PY) -m benchmarks.throughput connector
+
+## Avro end to end: eoskafka valueFormat=avro read and exactly-once write beside Spark's
+## connector with spark-avro's from_avro/to_avro, Apache Kafka + Apicurio started by the
+## benchmark (bench-results/formats.md + .json; benchmarks/formats/endtoend.py).
+## FORMATS_ARGS="--records 100000 --runs 1" for a quick look.
+FORMATS_ARGS ?=
+bench-formats: bench-setup kafka-jars registry-app
+	$(PY) -m benchmarks.formats $(FORMATS_ARGS)
 
 ## The driver's commit of one batch as tasks (64, 256, 1,000) and output partitions (8, 64)
 ## grow, on a 3-node Apache Kafka: bench-results/scale.md, .json, .png (docs/scale.md).

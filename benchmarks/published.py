@@ -11,6 +11,8 @@ differs.
     python -m benchmarks.published --write    # rewrite them in docs/performance.md
     python -m benchmarks.published latency bench-results/latency.json [more runs' .json]
         # benchmarks/latency/current.json from ``make bench-latency`` runs' own JSON
+    python -m benchmarks.published formats bench-results/formats.json
+        # benchmarks/formats/current.json from a ``make bench-formats`` run's JSON
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "performance.md"
 #: marker name -> the benchmark directory whose current.json fills it
-TABLES = {"throughput": "throughput", "latency": "latency", "scale": "scale"}
+TABLES = {"throughput": "throughput", "latency": "latency", "scale": "scale",
+          "formats": "formats"}
 
 
 def render(name: str) -> list[str]:
@@ -106,7 +109,35 @@ def latency_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def formats_run(run: dict[str, Any]) -> dict[str, Any]:
+    """The published Avro table from a ``make bench-formats`` run's JSON
+    (``benchmarks/formats/endtoend.py``): its rows as they are, its env as the header."""
+    env = run["env"]
+    loads = [x for m in run["measures"] for x in m["loads"]]
+    machine = f"{env['cores']} cores"
+    if loads:
+        machine += f", load {min(loads):.1f} to {max(loads):.1f} (1 min) during the runs"
+    return {
+        "question": "Avro end to end beside Spark's connector with spark-avro",
+        "date": env["when"],
+        "command": "make bench-formats",
+        "machine": machine,
+        "versions": f"{env['Spark']}; Spark's {env['connector']}; {env['broker']}; "
+                    f"{env['registry']}",
+        "workload": f"{env['records']}; medians of {env['runs']} interleaved runs, "
+                    "min–max in brackets",
+        "columns": run["columns"],
+        "rows": run["rows"],
+    }
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["formats"]:
+        out = ROOT / "benchmarks" / "formats" / "current.json"
+        table = formats_run(json.loads(Path(argv[1]).read_text()))
+        out.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n")
+        print(f"written: {out}; now python -m benchmarks.published --write")
+        return
     if argv[:1] == ["latency"]:
         runs = [json.loads(Path(a).read_text()) for a in argv[1:]]
         out = ROOT / "benchmarks" / "latency" / "current.json"

@@ -69,3 +69,24 @@ def test_latency_table_from_the_benchmarks_own_json() -> None:
          "1,006 ms"]]
     assert "2,000 records/s, default trigger" in table["workload"]
     assert table["machine"] == "2 cores, load 8.2 to 8.5 (1 min)"
+
+
+def test_formats_table_from_the_benchmarks_own_json() -> None:
+    """``python -m benchmarks.published formats RUN.json`` reads endtoend.py's JSON."""
+    row = ["read: batch -> noop, every field", "8k rec/s (8–8k)", "28k rec/s (27–29k)",
+           "3.46×", "yes"]
+    run = {"env": {"when": "2026-11-27 19:12 UTC", "runs": 3, "cores": 2,
+                   "records": "20,000 Avro records (10 fields) in 4 partitions",
+                   "Spark": "pyspark 4.3.0, local[2]",
+                   "connector": "spark-sql-kafka-0-10_2.13 + spark-avro_2.13 4.2.0",
+                   "broker": "Apache Kafka 4.4.0, 1 node (KRaft)",
+                   "registry": "Apicurio Registry 3.3.3"},
+           "columns": ["measure", "Spark's", "eoskafka", "ratio", "≥ 1×"], "rows": [row],
+           "measures": [{"name": "read", "records": 20000, "loads": [8.3, 5.25],
+                         "times": {}, "target": ""}]}
+    table = published.formats_run(run)
+    assert table["rows"] == [row] and table["columns"] == run["columns"]
+    assert table["machine"] == "2 cores, load 5.2 to 8.3 (1 min) during the runs"
+    assert table["versions"].endswith("Apicurio Registry 3.3.3")
+    assert table["command"] == "make bench-formats"
+    assert "medians of 3 interleaved runs" in table["workload"]

@@ -2,6 +2,8 @@
 connector with spark-avro; the codec alone is ``python -m benchmarks.formats.codec_speed``."""
 
 from ..common.entry import dispatch
-from . import endtoend
+from . import endtoend, split
 
-raise SystemExit(dispatch(endtoend.main, {}))
+raise SystemExit(dispatch(endtoend.main, {
+    "split": (split.main, "where an Avro write's time goes (handoff, encode, fixed cost)"),
+}))

@@ -105,8 +105,10 @@ class Bench:
          .select(from_avro(expr("substring(value, 6)"), SCHEMA_JSON).alias("value"))
          .select("value.*").write.format("noop").mode("overwrite").save())
 
-    def write_eoskafka(self, avro: bool = True) -> None:
-        w = (self.structs if avro else self.framed).write.format("eoskafka").mode("append")
+    def write_eoskafka(self, avro: bool = True, df: Any = None) -> None:
+        if df is None:
+            df = self.structs if avro else self.framed
+        w = df.write.format("eoskafka").mode("append")
         w = w.options(**self._kafka()).option("topic", self.topic("avro-e"))
         if avro:
             w = w.options(**self._avro(), **{"auto.register.schemas": "false",

@@ -1,4 +1,4 @@
-"""A Spark Connect client reading and writing Avro payloads (tests/formats/test_connect.py).
+"""A Spark Connect client reading and writing Avro payloads (tests/formats/test_formats_connect.py).
 
 Its own process: a Connect session marks the whole Python process remote. Over ``sc://``:
 a batch read whose ``value.customer`` only analyses if the server's schema() decoded the

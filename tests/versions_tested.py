@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from eos_kafka_source.apache_kafka.jars import SUPPORTED_VERSIONS
+from tests.schema_registry import VERSION as APICURIO_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "compatibility.md"
@@ -75,13 +76,19 @@ def rows() -> list[tuple[str, str]]:
             out.append((f"Apache Kafka {full}", "untested"))
     if "test-tansu" in targets:
         out.append(("Tansu 0.6.0 (embedded, development)", TARGETS["test-tansu"]))
+    if "test-kafka" in targets:
+        out.append((f"Apicurio Registry {APICURIO_VERSION} (Confluent-compatible API)",
+                    "the schema'd-payload tests (Avro, Protobuf, JSON Schema) on Kafka 4.4; an "
+                    "Avro round trip in the smoke set"))
+        out.append(("Confluent Schema Registry", "untested (the same REST API; Confluent's own "
+                    "Python serializers are tested against Apicurio)"))
     smoke = ci_smoke_pyspark()
     for minor in PYSPARK_MINORS:
         if minor == PYSPARK_MINORS[-1]:
             out.append((f"pyspark {minor}.x (the newest)", "every Spark test, on Kafka 4.4"))
         elif minor in smoke:
             out.append((f"pyspark {minor}.x", "the smoke set (reads, exactly-once writes, "
-                        "AvailableNow, Spark Connect)"))
+                        "AvailableNow, Spark Connect, Avro)"))
         else:
             out.append((f"pyspark {minor}.x", "untested in CI (`make smoke-spark "
                         f"SMOKE_SPARK={minor}` runs the smoke set)"))

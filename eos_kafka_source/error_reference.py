@@ -113,19 +113,17 @@ ENTRIES: tuple[Entry, ...] = (
           "the batch named (topic, partition, offset) cannot be read",
           "check the partition with `kafka-dump-log.sh`; the query fails rather than skip it"),
     Entry("EOSKAFKA_MALFORMED_PAYLOAD",
-          "a key or value read with `valueFormat`/`keyFormat` avro, protobuf or json did not "
-          "decode; the message names the record (topic, partition, offset), its schema id "
-          "and why",
-          "a record not in Confluent's wire format (written without a schema registry "
-          "serializer), a schema id the registry does not have, bytes that do not match "
-          "their writer schema, a writer schema that does not resolve to the reader schema",
+          "a key or value read with `valueFormat`/`keyFormat` did not decode; the message "
+          "names the record, its schema id and why",
+          "a record not in Confluent's wire format, a schema id the registry does not have, "
+          "bytes that do not match their writer schema, a writer schema that does not "
+          "resolve to the reader schema",
           "no: the query stops at the record; nothing of the batch is committed",
-          "fix the producer, or read with `mode` `PERMISSIVE` (the value is null and the "
-          "reason is kept), or choose a reader schema the writer schemas resolve to "
-          "(`valueSchema`, `valueSchemaVersion`; `key...` for keys)"),
+          "fix the producer, read with `mode` `PERMISSIVE`, or choose a reader schema the "
+          "writer schemas resolve to ([formats](formats.md#bad-records-failfast-and-permissive))"),
     Entry("EOSKAFKA_PAYLOAD_DOES_NOT_FIT_SCHEMA",
-          "a row written with `valueFormat`/`keyFormat` avro, protobuf or json does not fit "
-          "the schema it is encoded with; the message names the column, the field and why",
+          "a row written with `valueFormat`/`keyFormat` does not fit its schema; the "
+          "message names the column, the field and why",
           "a null in a field the schema does not allow null, a column the schema has no "
           "field for, a value out of the schema type's range",
           "no: the batch fails before anything commits",
@@ -179,10 +177,9 @@ ENTRIES: tuple[Entry, ...] = (
           "restart once the brokers hosting `__transaction_state` are healthy: the restart "
           "[rolls the batch forward](glossary.md#roll-forward)"),
     Entry("EOSKAFKA_HANGING_TRANSACTION",
-          "a decided transaction hangs on a partition: its coordinator ended it, but no "
-          "marker reached that partition and none will (KIP-664)",
+          "a decided transaction hangs on a partition: no marker reached it and none will",
           "Kafka skipped the partition (after coordinator and leader kills), and the "
-          "query's principal may not write [markers](glossary.md#marker) (CLUSTER_ACTION)",
+          "query's principal lacks CLUSTER_ACTION to write [markers](glossary.md#marker)",
           "no: the decision is kept",
           "run the `kafka-transactions.sh ... abort` command the message names, then "
           "restart the query: it copies the partition's records from the log "
@@ -211,8 +208,7 @@ ENTRIES: tuple[Entry, ...] = (
           "no: refused before anything is aborted",
           "restore the checkpoint files the message names, or start a new checkpoint"),
     Entry("EOSKAFKA_CHECKPOINT_UNREADABLE",
-          "Spark's checkpoint files (`metadata`, `offsets/N`) cannot be read, so a replayed "
-          "batch cannot be told from a rewound one",
+          "Spark's checkpoint files (`metadata`, `offsets/N`) cannot be read",
           "a scheme pyarrow cannot read (`dbfs:`, `viewfs:`), the store's error, a missing "
           "`offsets/N`",
           "no: refused before anything is committed or aborted",
@@ -250,9 +246,8 @@ ENTRIES: tuple[Entry, ...] = (
           "the schema registry could not be reached, refused the sign-in, or answered with "
           "an error",
           "a wrong `schema.registry.url`, a registry down or unreachable from the executors, "
-          "wrong or missing credentials (HTTP 401/403: the message names the option), a CA "
-          "that does not sign the registry's certificate; the message quotes the registry's "
-          "own `error_code` and message",
+          "wrong or missing credentials (HTTP 401/403), a CA that does not sign the "
+          "registry's certificate; the message quotes the registry's own error",
           _NO, "fix the option the message names; check the registry answers "
           "`curl <url>/subjects` from the driver and the executors "
           "([formats](formats.md))"),
@@ -261,9 +256,8 @@ ENTRIES: tuple[Entry, ...] = (
           "records written with another registry, a misspelt subject, a deleted version, a "
           "subject never registered",
           "no: the read or write fails before anything commits",
-          "list what the registry holds with `curl <url>/subjects` and "
-          "`curl <url>/subjects/<subject>/versions`; point `schema.registry.url` at the "
-          "registry the producer used"),
+          "list what the registry holds (`curl <url>/subjects`); point "
+          "`schema.registry.url` at the registry the producer used"),
     Entry("EOSKAFKA_SCHEMA_INCOMPATIBLE",
           "the registry refused a schema under the subject's compatibility level",
           "a change the level forbids (a field removed without a default under BACKWARD, a "

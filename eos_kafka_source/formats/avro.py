@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 from fastavro.validation import ValidationError, validate
 
-from ..errors import PayloadDecodeError, PayloadEncodeError, SchemaNotFoundError
+from ..errors import PayloadDecodeError, PayloadEncodeError
 from . import avro_columnar, avro_columnar_decode, framing
 from .avro_arrow import (
     raw_type,
@@ -34,6 +34,7 @@ from .avro_arrow import (
 from .avro_derive import avro_schema_for
 from .avro_types import Loaded, Node, load, strip_logical
 from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup
+from .writers import writer_or_reason
 
 _FIX = ("set the option mode to PERMISSIVE to read such records as null with the reason "
         "kept, or fix the producer")
@@ -88,7 +89,7 @@ class AvroDecoder:
 
     def _writer(self, schema_id: int) -> tuple[Any, Any]:
         """(parsed writer schema, reader schema or None when they are the same); raises
-        _Bad for an id the registry does not have or a schema that cannot be used."""
+        _Bad for an id the registry does not have or a schema that does not load."""
         found = self._writers.get(schema_id)
         if found is None:
             found = self._writers[schema_id] = self._resolve(schema_id)
@@ -99,18 +100,13 @@ class AvroDecoder:
     def _resolve(self, schema_id: int) -> tuple[Any, Any] | _Bad:
         if schema_id == self.reader.id:
             return self._reader_parsed, None
-        try:
-            writer = self.lookup.by_id(schema_id)
-        except SchemaNotFoundError as exc:  # any other registry error fails the batch
-            return _Bad(f"has a schema id the registry does not have ({exc})",
-                        "register the writer schema, or fix the producer, or set the option "
-                        "mode to PERMISSIVE")
+        found = writer_or_reason(self.lookup, schema_id, self._load_writer)
+        return _Bad(f"does not decode: {found}") if isinstance(found, str) else found
+
+    def _load_writer(self, writer: RegisteredSchema) -> tuple[Any, Any]:
         if writer.text == self.reader.text and writer.references == self.reader.references:
             return self._reader_parsed, None
-        try:
-            return _parsed(load(writer, self.lookup)), self._reader_parsed
-        except Exception as exc:  # a writer schema fastavro or we cannot use
-            return _Bad(f"has a writer schema that cannot be read ({exc})")
+        return _parsed(load(writer, self.lookup)), self._reader_parsed
 
     def _read(self, body: bytes, schema_id: int) -> Any:
         writer, reader = self._writer(schema_id)

@@ -20,12 +20,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConfigError, EosKafkaError, PayloadDecodeError, PayloadEncodeError
+from ..errors import ConfigError, PayloadDecodeError, PayloadEncodeError
 from . import framing
 from .gcpause import gc_paused
 from .json_check import Checker
 from .json_schema_types import Resolver, schema_for, to_arrow
 from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup
+from .writers import writer_or_reason
 
 __all__ = ["arrow_type", "decoder", "encoder", "schema_for"]
 
@@ -84,19 +85,13 @@ class JsonDecoder:
     mode: str
     arrow_type: pa.DataType
     validate: bool = False
-    _validators: dict[int, Any] = field(default_factory=dict)
+    _validators: dict[int, Checker | str] = field(default_factory=dict)
 
-    def _validator_for(self, schema_id: int) -> Any:
+    def _validator_for(self, schema_id: int) -> Checker | str:
+        """The writer schema's checker, or why it cannot be had (kept: asked once per id)."""
         if schema_id not in self._validators:
-            try:
-                self._validators[schema_id] = Checker(
-                    Resolver(self.lookup.by_id(schema_id), self.lookup))
-            except (LookupError, ConfigError) as exc:
-                self._validators[schema_id] = str(getattr(exc, "message", exc))
-            except EosKafkaError as exc:
-                if exc.condition != "EOSKAFKA_SCHEMA_NOT_FOUND":
-                    raise  # a registry that does not answer fails the batch, in any mode
-                self._validators[schema_id] = exc.message
+            self._validators[schema_id] = writer_or_reason(
+                self.lookup, schema_id, lambda schema: Checker(Resolver(schema, self.lookup)))
         return self._validators[schema_id]
 
     def decode(self, payloads: pa.Array, where: Callable[[int], str]) -> Decoded:
@@ -128,7 +123,10 @@ class JsonDecoder:
                 continue
             if self.validate:
                 validator = self._validator_for(ids[i])
-                why = validator if isinstance(validator, str) else validator.first_error(row)
+                if isinstance(validator, str):
+                    errors[i] = validator
+                    continue
+                why = validator.first_error(row)
                 if why is not None:
                     errors[i] = f"it does not fit its writer schema {why}"
                     continue

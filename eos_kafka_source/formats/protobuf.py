@@ -38,12 +38,11 @@ from .protobuf_schema import (
     struct_type,
 )
 from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup
+from .writers import writer_or_reason
 
 __all__ = ["arrow_type", "decoder", "encoder", "schema_for"]
 
 _F = descriptor.FieldDescriptor
-#: The registry client's condition for an id it does not hold (a row error, not a failure).
-NOT_FOUND = "EOSKAFKA_SCHEMA_NOT_FOUND"
 
 
 def arrow_type(schema: RegisteredSchema, lookup: SchemaLookup, *,
@@ -205,20 +204,14 @@ class ProtobufDecoder:
     def _writer(self, schema_id: int) -> ProtoFile | str:
         """The writer schema's file, or why it cannot be had (kept: asked once per id)."""
         if schema_id not in self._writers:
-            try:
-                schema = self.lookup.by_id(schema_id)
-                if schema.schema_type != "PROTOBUF":
-                    raise _Unreadable(f"schema id {schema_id} is {schema.schema_type}, not "
-                                      "PROTOBUF")
-                self._writers[schema_id] = load(schema, self.lookup)
-            except (_Unreadable, ConfigError) as exc:
-                self._writers[schema_id] = str(getattr(exc, "message", exc))
-            except Exception as exc:
-                if not isinstance(exc, LookupError) and getattr(
-                        exc, "condition", None) != NOT_FOUND:
-                    raise  # a registry that does not answer fails the batch, in any mode
-                self._writers[schema_id] = f"the registry has no schema id {schema_id} ({exc})"
+            self._writers[schema_id] = writer_or_reason(self.lookup, schema_id,
+                                                        self._load_writer)
         return self._writers[schema_id]
+
+    def _load_writer(self, schema: RegisteredSchema) -> ProtoFile:
+        if schema.schema_type != "PROTOBUF":
+            raise ConfigError(f"it is {schema.schema_type}, not PROTOBUF")
+        return load(schema, self.lookup)
 
     def decode(self, payloads: pa.Array, where: Callable[[int], str]) -> Decoded:
         with gc_paused():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eos_kafka_source.errors import SchemaNotFoundError
 from eos_kafka_source.formats.schemas import RegisteredSchema, SchemaReference
 
 
@@ -18,7 +19,9 @@ class DictLookup:
 
     def by_id(self, schema_id: int) -> RegisteredSchema:
         self.asked.append(schema_id)
-        return self.by_number[schema_id]  # KeyError is a LookupError: "no such id"
+        if schema_id not in self.by_number:  # as the registry client says it
+            raise SchemaNotFoundError(f"schema id {schema_id} is not in the registry")
+        return self.by_number[schema_id]
 
     def version(self, subject: str, version: int | str) -> RegisteredSchema:
         return self.versions[(subject, int(version))]

@@ -310,7 +310,7 @@ def _bad_column(lookup: Lookup) -> tuple[pa.Array, list[str | None]]:
     rows = [g, b"\x00\x00", b"\x01" + g[1:], framing.header(99) + g[5:], g[:-1],
             other[0].as_py(), None, g]
     why = [None, "shorter than its 5-byte header", "first byte is not 0",
-           "schema id the registry does not have", "does not decode", "cannot be resolved",
+           "the registry has no schema id 99", "does not decode", "cannot be resolved",
            None, None]
     return pa.array(rows, pa.binary()), why
 

@@ -10,10 +10,13 @@ decides what that means.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+
+from ..errors import PayloadDecodeError
 
 MAGIC = 0
 HEADER_SIZE = 5
@@ -97,6 +100,20 @@ def split(payloads: pa.Array | pa.ChunkedArray) -> Framed:
     state[~valid] = NULL
     ids = np.where(state == OK, ids, 0)
     return Framed(data, state, ids, start + HEADER_SIZE, end)
+
+
+def fail_fast(kind: str, errors: list[str | None], framed: Framed,
+              where: Callable[[int], str]) -> None:
+    """FAILFAST's error for the first row with a reason in ``errors`` (``kind``: the
+    format's name), naming where the row is, its schema id and why."""
+    for i, why in enumerate(errors):
+        if why is not None:
+            sid = (f"schema id {int(framed.schema_ids[i])}" if framed.state[i] == OK
+                   else "no schema id")
+            raise PayloadDecodeError(
+                f"the {kind} value at {where(i)} ({sid}) does not decode: {why}. Fix the "
+                "producer, or read with mode PERMISSIVE to keep such rows as null with their "
+                "reason")
 
 
 def header(schema_id: int, message_indexes: list[int] | None = None) -> bytes:

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConfigError, PayloadDecodeError, PayloadEncodeError
+from ..errors import ConfigError, PayloadEncodeError
 from . import framing
 from .gcpause import gc_paused
 from .json_check import Checker
@@ -164,16 +164,8 @@ class JsonDecoder:
 
     def _fail_fast(self, errors: list[str | None], framed: framing.Framed,
                    where: Callable[[int], str]) -> None:
-        if self.mode != FAILFAST:
-            return
-        for i, why in enumerate(errors):
-            if why is not None:
-                sid = (f"schema id {int(framed.schema_ids[i])}"
-                       if framed.state[i] == framing.OK else "no schema id")
-                raise PayloadDecodeError(
-                    f"the JSON value at {where(i)} ({sid}) does not decode: {why}. Fix the "
-                    "producer, or read with mode PERMISSIVE to keep such rows as null with "
-                    "their reason")
+        if self.mode == FAILFAST:
+            framing.fail_fast("JSON", errors, framed, where)
 
 
 def decoder(reader: RegisteredSchema, lookup: SchemaLookup, *, mode: str,

@@ -23,7 +23,7 @@ import pyarrow as pa
 from google.protobuf import descriptor
 from google.protobuf.message import DecodeError
 
-from ..errors import ConfigError, PayloadDecodeError
+from ..errors import ConfigError
 from . import framing
 from .gcpause import gc_paused
 from .protobuf_encode import ProtobufEncoder
@@ -268,14 +268,7 @@ class ProtobufDecoder:
             position[rows] = np.arange(done, done + len(rows))
             done += len(rows)
         if self.mode == FAILFAST:
-            for i, why in enumerate(errors):
-                if why is not None:
-                    sid = (f"schema id {int(framed.schema_ids[i])}"
-                           if framed.state[i] == framing.OK else "no schema id")
-                    raise PayloadDecodeError(
-                        f"the Protobuf value at {where(i)} ({sid}) does not decode: {why}. "
-                        "Fix the producer, or read with mode PERMISSIVE to keep such rows "
-                        "as null with their reason")
+            framing.fail_fast("Protobuf", errors, framed, where)
         failed = np.array([e is not None for e in errors], bool)
         position[failed] = -1
         parts.append(pa.nulls(1, self.arrow_type))

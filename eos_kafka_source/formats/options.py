@@ -20,7 +20,7 @@ Rules, beyond what each option says:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError
@@ -120,6 +120,21 @@ def _refuse_unused(opts: Mapping[str, str], names: tuple[str, ...], why: str) ->
             raise ConfigError(f"{name} only applies {why}; remove it or set the format.")
 
 
+def _formats(opts: Mapping[str, str], side_options: Callable[[str], tuple[str, ...]],
+             shared: tuple[str, ...]) -> dict[str, str] | None:
+    """Each side's format; None when both are raw. A raw side's ``side_options(side)``
+    are refused, and with both raw the ``shared`` and registry options too."""
+    formats = {side: _format(opts, side) for side in SIDES}
+    for side, fmt in formats.items():
+        if fmt == RAW:
+            _refuse_unused(opts, side_options(side), f"with {side}Format avro, protobuf or json")
+    if all(f == RAW for f in formats.values()):
+        _refuse_unused(opts, shared, "with valueFormat or keyFormat avro, protobuf or json")
+        _registry(opts, False, "")
+        return None
+    return formats
+
+
 @dataclass(frozen=True)
 class ReadSide:
     """How one side's (``value`` or ``key``) reader schema is chosen: by ``schema_id``,
@@ -197,17 +212,9 @@ class ReadFormats:
     def parse(cls, opts: Mapping[str, str], topics: tuple[str, ...]) -> ReadFormats | None:
         """From the lower-cased option map of a read subscribed to ``topics`` (empty for
         a pattern); None when both sides are raw (every format option then refused)."""
-        formats = {side: _format(opts, side) for side in SIDES}
-        for side, fmt in formats.items():
-            if fmt == RAW:
-                _refuse_unused(opts, tuple(side + n for n in _SIDE_READ[1:]),
-                               f"with {side}Format avro, protobuf or json")
-        used = any(f != RAW for f in formats.values())
-        if not used:
-            _refuse_unused(opts, ("mode", "includeSchemaId"),
-                           "with valueFormat or keyFormat avro, protobuf or json")
-        if not used:
-            _registry(opts, False, "")
+        formats = _formats(opts, lambda side: tuple(side + n for n in _SIDE_READ[1:]),
+                           ("mode", "includeSchemaId"))
+        if formats is None:
             return None
         mode_raw = _get(opts, "mode")
         mode = FAILFAST if mode_raw is None else mode_raw.strip().upper()
@@ -286,18 +293,11 @@ class WriteFormats:
 
     @classmethod
     def parse(cls, opts: Mapping[str, str]) -> WriteFormats | None:
-        formats = {side: _format(opts, side) for side in SIDES}
-        for side, fmt in formats.items():
-            if fmt == RAW:
-                _refuse_unused(opts, (f"{side}Subject", f"{side}.subject.name.strategy"),
-                               f"with {side}Format avro, protobuf or json")
-        used = any(f != RAW for f in formats.values())
-        if not used:
-            _refuse_unused(opts, ("auto.register.schemas", "use.latest.version", "recordName",
-                                  "recordNamespace"),
-                           "with valueFormat or keyFormat avro, protobuf or json")
-        if not used:
-            _registry(opts, False, "")
+        formats = _formats(opts, lambda side: (f"{side}Subject",
+                                               f"{side}.subject.name.strategy"),
+                           ("auto.register.schemas", "use.latest.version", "recordName",
+                            "recordNamespace"))
+        if formats is None:
             return None
         auto = _bool(opts, "auto.register.schemas", True)
         latest = _bool(opts, "use.latest.version", False)

@@ -24,26 +24,20 @@ from eos_kafka_source.formats.schemas import (
     SchemaLookup,
     SchemaReference,
 )
+from tests.unit.avro_helpers import Lookup
 
 WHERE = "t-0 at offset {}".format
 OTHER = SchemaReference("other", "other-value", 1)
 
 
-class Registry:
-    """Schemas by id; ``down`` fails every id look-up as an unreachable registry does, and
-    ``reference_error`` is what looking up a reference raises (none is held)."""
+class Registry(Lookup):
+    """avro_helpers' Lookup (``down``: an unreachable registry) holding schemas of any
+    type; looking up a reference raises ``reference_error`` (none is held)."""
 
     def __init__(self, *schemas: RegisteredSchema) -> None:
-        self.ids = {s.id: s for s in schemas}
-        self.down = False
+        super().__init__()
+        self.ids.update((s.id, s) for s in schemas)
         self.reference_error: Exception = SchemaNotFoundError("subject other-value not found")
-
-    def by_id(self, schema_id: int) -> RegisteredSchema:
-        if self.down:
-            raise SchemaRegistryError("registry http://registry:8081 did not answer")
-        if schema_id not in self.ids:
-            raise SchemaNotFoundError(f"schema id {schema_id} not found")
-        return self.ids[schema_id]
 
     def version(self, subject: str, version: int | str) -> RegisteredSchema:
         raise self.reference_error

@@ -24,32 +24,30 @@ from .schemas import RegisteredSchema
 _F = descriptor.FieldDescriptor
 
 
+def _rebuilt(arrow: pa.DataType, leaf: Callable[[pa.DataType], pa.DataType]) -> pa.DataType:
+    """``arrow`` with ``leaf`` applied to every type below its structs, lists and maps."""
+    if pa.types.is_struct(arrow):
+        return pa.struct([f.with_type(_rebuilt(f.type, leaf)) for f in arrow])
+    if pa.types.is_list(arrow) or pa.types.is_large_list(arrow):
+        return pa.list_(arrow.value_field.with_type(_rebuilt(arrow.value_type, leaf)))
+    if pa.types.is_map(arrow):
+        return pa.map_(_rebuilt(arrow.key_type, leaf), _rebuilt(arrow.item_type, leaf))
+    return leaf(arrow)
+
+
 def _plain(arrow: pa.DataType) -> pa.DataType:
     """``arrow`` with timestamps and durations as int64 microseconds (cheap to_pylist)."""
-    if pa.types.is_timestamp(arrow) or pa.types.is_duration(arrow):
-        return pa.int64()
-    if pa.types.is_struct(arrow):
-        return pa.struct([f.with_type(_plain(f.type)) for f in arrow])
-    if pa.types.is_list(arrow) or pa.types.is_large_list(arrow):
-        return pa.list_(arrow.value_field.with_type(_plain(arrow.value_type)))
-    if pa.types.is_map(arrow):
-        return pa.map_(_plain(arrow.key_type), _plain(arrow.item_type))
-    return arrow
+    return _rebuilt(arrow, lambda t: pa.int64()
+                    if pa.types.is_timestamp(t) or pa.types.is_duration(t) else t)
 
 
 def _micros(arrow: pa.DataType) -> pa.DataType:
     """The same type at microsecond unit (what _plain's int64 counts)."""
-    if pa.types.is_timestamp(arrow):
-        return pa.timestamp("us", arrow.tz)
-    if pa.types.is_duration(arrow):
-        return pa.duration("us")
-    if pa.types.is_struct(arrow):
-        return pa.struct([f.with_type(_micros(f.type)) for f in arrow])
-    if pa.types.is_list(arrow) or pa.types.is_large_list(arrow):
-        return pa.list_(arrow.value_field.with_type(_micros(arrow.value_type)))
-    if pa.types.is_map(arrow):
-        return pa.map_(_micros(arrow.key_type), _micros(arrow.item_type))
-    return arrow
+    def leaf(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_timestamp(t):
+            return pa.timestamp("us", t.tz)
+        return pa.duration("us") if pa.types.is_duration(t) else t
+    return _rebuilt(arrow, leaf)
 
 
 def _split_micros(us: int) -> dict[str, int]:

@@ -17,8 +17,9 @@ from eos_kafka_source.errors import ConfigError
 PREFIX = "kafka."
 
 #: The deadlines, as the Java client names them: (default ms, what eoskafka bounds with it).
-#: Every retry loop of one operation shares one deadline (issue 16): a broker restart, a
-#: moved coordinator or leader, a paused node or a short ISR is retried until it passes.
+#: Every retry loop of one operation shares one deadline, so the operation as a whole ends
+#: when the user's setting says: a broker restart, a moved coordinator or leader, a paused
+#: node or a short ISR is retried until it passes.
 DEADLINES: dict[str, tuple[int, str]] = {
     "request.timeout.ms": (30_000, "one request: how long an answer is awaited before the "
                            "request counts as lost (the node may be paused or gone) and is "

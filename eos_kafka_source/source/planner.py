@@ -101,7 +101,7 @@ def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:
                 # A dropped connection to one node comes after the bootstrap answered: the
                 # cluster is there, that broker is down (its partitions move). Only a
                 # cluster no bootstrap server answers, or one refusing our credentials,
-                # fails at once (issue 15 finding 9: one broker of three down at start).
+                # fails at once: a query must start while one broker of three is down.
                 answered = answered or isinstance(exc, ConnectionDroppedError)
                 if (isinstance(exc, AuthenticationError) or not answered
                         or time.monotonic() + pause > deadline):

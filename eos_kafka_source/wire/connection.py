@@ -239,9 +239,9 @@ class KafkaWire:
     def request_any(self, request: Any, what: str, timeout_ms: int | None = None, *,
                     resend: bool = True) -> Any:
         """Send a request any broker can answer; a broker that cannot be reached gives its
-        turn to the next, as the Java client's least-loaded node does (issue 30, finding
-        11: a new wire picked a dead broker the bootstrap answer still listed, and the
-        micro-batch failed). With ``resend`` (requests that change nothing), a dropped
+        turn to the next, as the Java client's least-loaded node does (the bootstrap answer
+        still lists a broker that is down, and picking it must not fail the micro-batch).
+        With ``resend`` (requests that change nothing), a dropped
         connection or an unanswered request is sent again to another broker too."""
         tried: set[int] = set()
         last: BaseException | None = None

@@ -8,7 +8,7 @@ partition in an open transaction of that producer (DescribeTransactions), or the
 has been open longer than the longest timeout the brokers allow. Nothing but a marker
 written to that partition ends it: ``kafka-transactions.sh abort`` (WriteTxnMarkers ABORT,
 which needs CLUSTER_ACTION) or :func:`abort_hanging`. Seen on Kafka 4.4 after coordinator
-and leader kills (issue 30, finding 10): a decided, CompleteCommit transaction whose COMMIT
+and leader kills (the failover check): a decided, CompleteCommit transaction whose COMMIT
 marker never reached one partition; the driver waited for it without end.
 
 Runs on: the driver (confirming a commit's markers) and ``eoskafka txns``.

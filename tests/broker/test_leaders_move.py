@@ -219,7 +219,7 @@ def test_group_offsets_follow_a_killed_group_coordinator(kafka: KafkaCluster,
         assert fetch_offset(wire, group, unique, 0) == (8, "second")
 
 
-# -- starting while a broker is down (issue 15 finding 9, issue 16) ---------------------------
+# -- starting while a broker is down ------------------------------------------------------------
 
 
 def test_a_query_starts_while_one_broker_of_three_is_down(kafka: KafkaCluster, unique: str,

@@ -281,7 +281,7 @@ def _wire(bootstrap: str):  # noqa: ANN202
     return KafkaWire(ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap}))
 
 
-# -- finding 3: recovery transactions are decisions too ----------------------------------------
+# -- recovery transactions are decisions too ---------------------------------------------------
 
 
 def test_abort_after_a_failed_recovery_commit_rolls_the_recovery_forward(
@@ -309,7 +309,7 @@ def test_prepare_rolls_a_recorded_recovery_forward(sink: Harness, faults,
     assert not sink.log.get(0).lost
 
 
-# -- finding 7: what follows a commit is best effort --------------------------------------------
+# -- what follows a commit is best effort ------------------------------------------------------
 
 
 def test_a_failure_after_the_commit_does_not_fail_the_committed_batch(
@@ -340,7 +340,7 @@ def test_two_drivers_cannot_both_decide_one_batch(sink: Harness) -> None:
         sink.log.decide(5, [])
 
 
-# -- finding 5: every prefix is claimed, with the query id ----------------------------------
+# -- every prefix is claimed, with the query id ------------------------------------------------
 
 
 @pytest.mark.xfail(ON_TANSU, strict=True,
@@ -365,7 +365,7 @@ def test_the_same_checkpoint_path_on_two_clusters_stops_the_replaced_query(
     assert_once_on_kafka(dr, wrote)
 
 
-# -- finding 2: "lost" is read from the log, not guessed from an error code -------------------
+# -- "lost" is read from the log, not guessed from an error code -------------------------------
 
 
 def test_operator_fence_after_the_commit_is_not_a_loss(sink: Harness, faults) -> None:

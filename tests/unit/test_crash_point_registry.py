@@ -16,7 +16,7 @@ _LITERAL = re.compile(r"""fault_point\(\s*f?["']([^"']+)["']""")
 #: f-string points: the template and the names it stands for.
 _TEMPLATES = {"endtxn.{verb}.answered": ("endtxn.commit.answered", "endtxn.abort.answered")}
 
-#: Registered points other helpers' branches add (issue 22); not yet in this source.
+#: Registered points that branches not yet landed add; empty when every point is here.
 PENDING: frozenset[str] = frozenset()
 
 

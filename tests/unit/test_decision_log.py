@@ -174,7 +174,7 @@ def test_query_id_from_the_checkpoint_metadata(tmp_path: Path) -> None:
     assert pyarrow_uri("s3a://bucket/ck") == "s3://bucket/ck"
 
 
-# -- the file layer on the local disk and on S3 (issue 22 finding 7) ---------------------------
+# -- the file layer on the local disk and on S3 ------------------------------------------------
 
 
 @pytest.fixture(scope="module")

@@ -24,10 +24,10 @@ ALLOWED = [
     (S.DECIDED, E.UNKNOWN, S.DECIDED),
     (S.LOST, E.COPIED, S.RECOVERING),
     (S.LOST, E.UNRECOVERABLE, S.DONE),
-    (S.LOST, E.UNKNOWN, S.LOST),  # the log could not be read: not a final loss (finding 6)
+    (S.LOST, E.UNKNOWN, S.LOST),  # the log could not be read: not a final loss
     (S.RECOVERING, E.RECOVERY_COMMITTED, S.DONE),
     (S.RECOVERING, E.RECOVERY_PARTIAL, S.RECOVERING),  # only the missing part, appended
-    (S.RECOVERING, E.RECOVERY_LOST, S.LOST),  # an older eoskafka's replay recovery
+    (S.RECOVERING, E.RECOVERY_LOST, S.LOST),  # a pre-0.1.0 build's replay recovery fell short
     (S.RECOVERING, E.UNKNOWN, S.RECOVERING),
     (S.DONE, E.REPLAYED, S.DONE),
     (S.DONE, E.PRUNED, S.VOID),

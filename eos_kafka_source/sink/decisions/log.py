@@ -59,7 +59,8 @@ class Decision:
     #: Decided hand-offs the log shows aborted: a replay may rewrite them (LOST state).
     lost_handoffs: tuple[TxnHandoff, ...] = ()
     #: The recovery transactions copying the lost records from the log, each recorded
-    #: before its EndTxn (an older eoskafka's: replay hand-offs replacing lost ones).
+    #: before its EndTxn (a development build's before 0.1.0: replay hand-offs replacing
+    #: lost ones).
     recovery: tuple[TxnHandoff, ...] | None = None
     lineage: str = ""
     #: Random, written by :meth:`DecisionLog.decide`; only its holder may void the decision
@@ -175,7 +176,7 @@ class DecisionLog(PoolFiles):
         """This log's random id (``lineage.json``'s ``log``), "" before a query is bound: a
         prefix claim names it, so a driver finding another log at the claimed place knows."""
         info = self._read("lineage.json")
-        if info and not info.get("log"):  # a log bound by an older eoskafka: once
+        if info and not info.get("log"):  # bound by a build before 0.1.0: named once
             info["log"] = uuid.uuid4().hex
             self._write("lineage.json", info)
         return str((info or {}).get("log", ""))

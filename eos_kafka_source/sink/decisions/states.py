@@ -18,7 +18,7 @@ beside ``.json``                        or a roll-forward): the recovery transac
 ``<batch>.done`` lost=[]    DONE        ``commit()`` / roll-forward, after the last EndTxn
 ``<batch>.done`` with       DONE        the same, when the log no longer held some aborted
 ``lost``                                records (retention, compaction): reported once, final
-``<batch>.done`` with       LOST        eoskafka before issue 22 (a replay was to rewrite
+``<batch>.done`` with       LOST        a development build before 0.1.0 (a replay was to rewrite
 ``lost_handoffs``                       them); now copied from the log when the batch replays
 (no file)                   VOID        ``commit()`` when the log shows that none of the
                                         decided transactions committed: the batch replays
@@ -63,7 +63,7 @@ class Event(enum.Enum):
     #: a recovery transaction that Kafka aborted): only that is written, in the next
     #: recovery transaction, appended to the record before its EndTxn.
     RECOVERY_PARTIAL = "recovery partial"
-    RECOVERY_LOST = "recovery lost"  # an older eoskafka's replay recovery fell short
+    RECOVERY_LOST = "recovery lost"  # a pre-0.1.0 build's replay recovery fell short
     REPLAYED = "replayed"  # the batch ran again; its new transactions are aborted
     PRUNED = "pruned"  # an old finished decision removed
 

@@ -63,7 +63,8 @@ class Aborting:
         """Abort a batch's transactions; tolerate a batch that was already (being) committed.
 
         Every transaction its decision stands for (decided and recovery ones) is rolled
-        forward first, never aborted (invariant 3; finding 3 of issue 15). Order of the
+        forward first, never aborted (invariant 3), recovery ones included: aborting one
+        would lose the records it copies. Order of the
         durable steps: pool not clean (and the lineage whose mark the restart clears),
         the abort mark, roll-forward, abort, fence. A batch write it finishes raises
         :class:`WriteCommittedError` (Spark reports the write failed; it is committed)."""
@@ -77,7 +78,7 @@ class Aborting:
                                                        wire.config.api_timeout_s))
                 return
             decisions = self._view(lineage)
-            # Not clean first (finding 5): if anything below fails or meets an unknown
+            # Not clean first: if anything below fails or meets an unknown
             # outcome, the restart still fences the pool and clears the abort marks of the
             # lineages recorded here (prepare), even where it cannot read its query id.
             pool = self.decisions.pool()
@@ -138,8 +139,8 @@ class Aborting:
         fencing has ended every earlier task's transaction, and its replay of the batch must
         write. (Not only on a new run: a query restarted in the same session reuses the
         planning worker, which then takes it for the same run.) The lineages come from the
-        pool state the abort wrote (finding 5: a planning worker that cannot read its
-        query id would otherwise never clear it), and this query's own."""
+        pool state the abort wrote (a planning worker that cannot read its query id would
+        otherwise never clear them), and this query's own."""
         assert self.decisions is not None
         pool = self.decisions.pool()
         lineages = list(dict.fromkeys([*pool.marked, *([self.lineage] if self.lineage else [])]))

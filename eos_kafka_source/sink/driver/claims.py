@@ -110,8 +110,8 @@ def claim_at_first_commit(wire: KafkaWire, decisions: DecisionLog, prefix: str, 
                           handoffs: Sequence[TxnHandoff], *, lineage: str | None) -> None:
     """A sink writing a ``topic`` column (no ``topic`` option) claims its prefix at its first
     commit, before the decision, on the first topic (sorted) the hand-offs wrote: Kafka
-    refuses an offset commit on an unknown topic, and none is known sooner (finding 9 of
-    issue 22). The topic is kept in the pool state; later batches and runs claim on it
+    refuses an offset commit on an unknown topic, and none is known sooner. The topic is
+    kept in the pool state; later batches and runs claim on it
     before any task starts (DriverProtocol.prepare)."""
     pool = decisions.pool()
     topics = sorted({t for h in handoffs for t, _, _ in h.partitions})

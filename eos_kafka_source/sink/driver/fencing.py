@@ -47,9 +47,9 @@ def fence_lingering(
     the last id found in use, epochs).
 
     Kafka lists its open transactions (ListTransactions): exactly those are fenced, however
-    far past the pool and whatever gaps lie between them (finding 8c of issue 22: a killed
-    batch of 20 tasks whose tasks 10-14 never started). Where it cannot (Tansu), ids are
-    probed (:func:`probe_beyond`), and the recovery id is fenced blindly. Only after every
+    far past the pool and whatever gaps lie between them (a killed batch of 20 tasks whose
+    tasks 10-14 never started leaves ids 15-19 open past a gap). Where it cannot (Tansu),
+    ids are probed (:func:`probe_beyond`), and the recovery id is fenced blindly. Only after every
     decision was rolled forward: an id under the prefix that holds a decided transaction
     must be committed, never fenced.
     """

@@ -1,6 +1,6 @@
 """A decided transaction whose marker will never reach one of its partitions (KIP-664).
 
-Seen on Kafka 4.4 after coordinator and leader kills (issue 30, finding 10): batch 1's
+Seen on Kafka 4.4 after coordinator and leader kills (the failover check): batch 1's
 transaction was CompleteCommit at its coordinator and had its COMMIT marker in one
 partition; the other partition still held it open (DescribeProducers: start offset 12,
 coordinator epoch -1: no marker had ever reached it). The restarted driver waited in

@@ -106,7 +106,7 @@ def read_lost(wire: KafkaWire, lost: list[TxnHandoff], *, deadline_s: float,
         if {(t, p) for t, p, _ in handoff.first_offsets} != set(counts):
             plan.unrecoverable += [
                 f"{handoff.describe()}: {t}-{p}: {n} records: the hand-off does not say "
-                "where they are in the log (written by an older eoskafka)"
+                "where they are in the log (written by a development build before 0.1.0)"
                 for (t, p), n in sorted(counts.items())]
             continue
         found = read_transaction(wire, handoff, strict=True, fetch_bytes=fetch_bytes,
@@ -158,7 +158,8 @@ def describe_copy(copied: list[Segment], plan: CopyPlan | None = None,
 
 def lost_of(recovery: TxnHandoff) -> list[TxnHandoff] | None:
     """The lost hand-offs a recovery transaction copies from (None: not a copy from the log,
-    e.g. an older eoskafka's replay transaction; [] for a later part of a copy)."""
+    e.g. a replay transaction a development build before 0.1.0 recorded as its recovery;
+    [] for a later part of a copy)."""
     info = recovery.extra.get("recovery")
     if info is None:
         return None

@@ -51,7 +51,7 @@ class Outcomes:
         abort of one partition), as in a live commit."""
         if decision.state is State.RECOVERING:
             return self._recovery().commit(wire, decision)
-        if decision.state is State.LOST:  # recorded by an eoskafka before issue 22
+        if decision.state is State.LOST:  # left by a development build before 0.1.0
             return self._recovery().copy(wire, decision, list(decision.lost_handoffs))
         assert decision.state is State.DECIDED, decision.state
         report = finish(wire, list(decision.handoffs), commit=True,

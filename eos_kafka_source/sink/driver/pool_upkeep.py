@@ -43,7 +43,8 @@ def fence_pool(wire: KafkaWire, who: PoolOwner, pool: PoolState, *, probe: bool)
     recorded recovery is open here: what a crash left open on that id is aborted.
 
     A pool recorded under another prefix (``transactionalIdPrefix`` changed while a run
-    had transactions open: finding 8b of issue 22) is fenced as a whole first, ids past it
+    had transactions open, which would block read_committed readers until they time out)
+    is fenced as a whole first, ids past it
     included; only then is the new prefix recorded, so a failure here leaves it to be
     fenced again by the next planning."""
     if pool.prefix and pool.prefix != who.ids.prefix:

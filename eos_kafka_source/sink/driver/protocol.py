@@ -11,7 +11,7 @@ Every change to a decision is a transition of :mod:`..decisions.states`; a decis
 keyed by the lineage (query id, or batch-write id) and the batch id (invariant 8). Decided
 transactions that Kafka aborted are copied from the log by a recovery transaction
 (:mod:`.recovery`; invariant 10) wherever the loss is found: in ``commit()``, in the
-roll-forward, or when a decision written by an older eoskafka replays.
+roll-forward, or when a LOST decision (left by a development build before 0.1.0) replays.
 
 >>> protocol = DriverProtocol(ids, log, wire_factory, owner=fp, lineage=query_id,
 ...                           transaction_timeout_ms=60000)      # doctest: +SKIP
@@ -143,7 +143,9 @@ class DriverProtocol(Outcomes, Aborting):
                     completed.append(self._view(decision.lineage).get(decision.batch_id))
             timed.mark("roll_forward")
             pool = self.decisions.pool()
-            moved = bool(pool.prefix) and pool.prefix != self.ids.prefix  # finding 8b
+            # A changed transactionalIdPrefix: the old prefix's ids may still hold
+            # transactions open, so the pool is fenced (under both prefixes).
+            moved = bool(pool.prefix) and pool.prefix != self.ids.prefix
             fenced = new_run or pool.size == 0 or not pool.clean or moved
             if fenced:
                 fault_point("prepare.before_fence")
@@ -318,8 +320,8 @@ class DriverProtocol(Outcomes, Aborting):
         duplicates = [h for h in fresh if txn_key(h) not in kept]
         aborted = finish(wire, duplicates, commit=False, deadline_s=wire.config.api_timeout_s)
         if not aborted.ok:
-            # Finding 8a of issue 22: an abort whose outcome is not confirmed may have left
-            # its transaction open; the next planning fences the pool.
+            # An abort whose outcome is not confirmed may have left its transaction open
+            # (blocking every read_committed reader); the next planning fences the pool.
             self._mark_pool_unclean()
             log.warning("eoskafka: batch %s: %d replayed transaction(s) could not be aborted "
                         "for sure; the next batch fences the id pool: %s", batch_id,

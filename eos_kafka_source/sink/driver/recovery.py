@@ -15,7 +15,8 @@ ones. Each durable step is a fault point (invariant 14): ``recover.after_write``
 
 What the log no longer holds (retention, compaction) is lost: the batch is marked done with
 those partitions named, and the caller reports it once. A log that cannot be read now, or an
-unknown EndTxn outcome, raises and keeps the decision unfinished (finding 6 of issue 22).
+unknown EndTxn outcome, raises and keeps the decision unfinished: a failed read taken for
+an empty one would make a loss final that a later read could still copy.
 Runs on: the driver (planning worker's roll-forward, commit and abort workers).
 """
 
@@ -198,7 +199,8 @@ class Recovery:
 
     def _legacy(self, wire: KafkaWire, decision: Decision,
                 recovery: list[TxnHandoff]) -> Finished:
-        """An older eoskafka's recovery by replay transactions: commit them; the lost
+        """A development build's (before 0.1.0) recovery by replay transactions, which a
+        decision log it left may still hold: commit them; the lost
         transactions they did not stand in for (or that were aborted in turn) are copied
         from the log."""
         batch_id = decision.batch_id
@@ -252,9 +254,9 @@ def _lost_behind(decision: Decision, recovery: list[TxnHandoff]) -> list[TxnHand
 
 
 def _legacy_uncovered(decision: Decision, recovery: list[TxnHandoff]) -> list[TxnHandoff]:
-    """Lost transactions an older eoskafka's committed replay transactions did not stand in
-    for: each replay transaction covers one lost transaction, once (finding 1 of issue 22:
-    one was recorded for two)."""
+    """Lost transactions the committed replay transactions of a development build (before
+    0.1.0) did not stand in for: each replay transaction covers one lost transaction, once
+    (those builds could record one replay for two lost transactions, losing one's records)."""
     covered: set[str] = set()
     seen: set[str] = set()
     for h in recovery:

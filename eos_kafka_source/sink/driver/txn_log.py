@@ -111,8 +111,9 @@ def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = Fa
     Waits (``wait``) up to ``deadline_s`` for markers still being written. A partition that
     cannot be read makes the outcome UNKNOWN, or with ``strict`` raises
     :class:`TransactionOutcomeUnknownError` (recovery must never take a failed read for an
-    empty one: finding 6 of issue 22). Hand-offs that do not say where their records are
-    (an older eoskafka) are UNKNOWN too; partitions whose records and marker were deleted
+    empty one, or it would make final a loss a later read could still copy). Hand-offs that
+    do not say where their records are (written by a development build before 0.1.0) are
+    UNKNOWN too; partitions whose records and marker were deleted
     are GONE once the transaction is over there: the caller decides what that means.
     ``fetch_bytes`` bounds each Fetch (recovery's memory bound)."""
     if not handoff.open:
@@ -121,7 +122,7 @@ def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = Fa
     missing = [(t, p) for t, p, _ in handoff.partitions if (t, p) not in firsts]
     if missing:
         return TxnInLog(LogOutcome.UNKNOWN, "the hand-off does not say where its records are "
-                        f"in {missing} (written by an older eoskafka?)")
+                        f"in {missing} (written by a development build before 0.1.0?)")
     deadline = time.monotonic() + deadline_s
     pause = _MARKER_WAIT_S[0]
     check_at = time.monotonic() + _HANGING_CHECK_S[0]

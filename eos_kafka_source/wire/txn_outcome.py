@@ -7,11 +7,13 @@ at or past ``F`` and whose first offset is below an upper bound found in the off
 at or past the end of the returned bytes, so past every batch that starts in them). So:
 
 - LSO past ``F`` and records returned: the transaction's marker is written (an open one
-  holds the LSO at or below its first offset). Its producer listed with a first offset at
-  or below ``F`` is ABORT; not listed is COMMIT. The answer must hold the whole batch at
-  ``F`` (Kafka answers a first batch cut short with no records and no list): that makes
-  the range cover ``F``, and every transaction of ours starting in the complete batches
-  returned, so one answer usually settles all of a batch's in that partition.
+  holds the LSO at or below its first offset). Its producer listed with first offset ``F``
+  is ABORT; not listed is COMMIT (Kafka lists each aborted transaction by its own first
+  offset: an earlier aborted one of the same producer id is another transaction). The
+  answer must hold the whole batch at ``F`` (Kafka answers a first batch cut short with no
+  records and no list): that makes the range cover ``F``, and every transaction of ours
+  starting in the complete batches returned, so one answer usually settles all of a
+  batch's in that partition.
 - LSO at ``F``, or at another of the transactions asked about: no marker yet. Kafka
   parks such a Fetch until the LSO moves (``max_wait_ms``), so waiting costs no polling.
 - LSO below ``F`` at an offset none of them starts at: another producer's transaction,
@@ -148,7 +150,6 @@ def _ask(wire: KafkaWire, pending: Mapping[Place, int], ours: Mapping[TopicParti
             for other in by_tp[tp]:
                 if other.first > covered or other.first >= lso:
                     break
-                out[other] = not any(pid == other.producer_id and first <= other.first
-                                     for pid, first in chunk.aborted)
+                out[other] = (other.producer_id, other.first) not in chunk.aborted
                 settled.append(other)
     return settled, again

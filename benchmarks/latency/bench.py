@@ -16,7 +16,7 @@ Python Arrow sink with 4 input partitions (two waves of tasks on ``local[2]``) a
 A read_committed watcher times every record from the feeder's Produce to the Fetch that
 returned it (:mod:`.probe`). Spark's StreamingQueryProgress gives each batch's
 phases (durationMs); eoskafka's driver steps time themselves when ``EOSKAFKA_TIMINGS``
-names a file (:mod:`eos_kafka_source.sink.timings`). Writes ``bench-results/latency.md``,
+names a file (:mod:`eos_kafka_source.timings`). Writes ``bench-results/latency.md``,
 ``.json`` and CDF charts ``latency-cdf-*.png`` (:mod:`.report`).
 """
 

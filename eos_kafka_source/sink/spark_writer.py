@@ -32,6 +32,7 @@ from pyspark.sql.types import StructType
 from ..errors import TransactionLostError
 from ..formats.plans import WritePlan
 from ..options import SinkOptions
+from ..timings import Phases
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator, require_topics
 from ..wire.kept import kept_wire
 from .decisions.log import DecisionLog
@@ -49,7 +50,6 @@ from .spark_checkpoint import (
     task_conf_checkpoint,
 )
 from .task import columns
-from .timings import Phases
 
 if TYPE_CHECKING:
     from .task.writer import TaskWriter

@@ -51,7 +51,7 @@ from ..faults import fault_point
 from ..formats.plans import ReadPlan
 from ..offsets import from_spark_offset, to_spark_offset
 from ..options import SourceOptions
-from ..sink.timings import Phases
+from ..timings import Phases
 from ..wire.groups import commit_offsets
 from .available_now import WrapperWatch
 from .packing import bins_for, pack_ranges

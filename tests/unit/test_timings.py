@@ -1,4 +1,4 @@
-"""Phase timings of the driver's sink steps (sink/timings.py) and what the driver imports."""
+"""Phase timings (timings.py), and what the sink's driver side imports."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from eos_kafka_source.sink.timings import ENV, Phases
+from eos_kafka_source.timings import ENV, Phases
 
 
 def test_inert_unless_asked(monkeypatch, tmp_path):

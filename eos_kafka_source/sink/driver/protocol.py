@@ -30,12 +30,12 @@ from ...errors import (
     TransactionLostError,
 )
 from ...faults import fault_point
+from ...timings import Phases
 from ...wire import KafkaWire
 from ..decisions.log import Decision, DecisionLog
 from ..decisions.states import UNFINISHED, Event, State, transition
 from ..handoff import TxnHandoff
 from ..naming import TransactionalIdFactory
-from ..timings import Phases
 from .aborting import BATCH_WRITE, Aborting, mark_topic_of
 from .batch_identity import BatchIdentity, identity_of, refuse_other_batch
 from .claims import (

@@ -1,11 +1,13 @@
-"""Phase timings of the driver-side sink steps, for benchmarks: inert unless asked for.
+"""Phase timings for benchmarks, shared by the source and the sink: inert unless asked for.
 
-``EOSKAFKA_TIMINGS=/path/file.jsonl`` makes every streamWriter() planning, commit and
-prepare append one JSON line (wall-clock end, seconds per phase) to that file;
-``benchmarks/latency.py`` reads them to split a micro-batch's driver commit into its
-decision write, EndTxn and the rest. Unset (the default), a phase mark is one attribute
-test and a clock read: nothing is written. Lines are appended whole (one ``write`` of a
-line opened with O_APPEND), so the planning and commit workers can share the file.
+``EOSKAFKA_TIMINGS=/path/file.jsonl`` makes the timed steps append one JSON line each
+(wall-clock end, seconds per phase) to that file: the sink's streamWriter() planning,
+commit and prepare, the source's ``latestOffset``, ``partitions`` and each task's read.
+``benchmarks/latency`` reads them to split a micro-batch into its phases. Unset (the
+default), a phase mark is one attribute test and a clock read: nothing is written. Lines
+are appended whole (one ``write`` of a line opened with O_APPEND), so every worker, driver
+side and executor, can share the file. Imports nothing of the package: any layer may time
+itself.
 
 >>> t = Phases("commit")            # doctest: +SKIP
 >>> ...; t.mark("decision"); ...; t.mark("endtxn"); t.write(batch=7)   # doctest: +SKIP

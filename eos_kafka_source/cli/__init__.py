@@ -9,9 +9,10 @@ Commands (``eoskafka COMMAND --help`` shows examples for each):
 - ``lag``     how far a streaming query's source is behind the last stable offset;
 - ``migrate`` the startingOffsets that let an eoskafka query take over from a ``kafka`` one.
 
-Every command takes ``--bootstrap-server`` (or ``$EOSKAFKA_BOOTSTRAP``),
-``--config kafka.KEY=VALUE`` (repeatable: security and other client settings,
-never echoed) and ``--json`` (one JSON document on stdout; fields are listed in
+``eoskafka --version`` prints the installed version. Every command but ``broker`` takes
+``--bootstrap-server`` (or ``$EOSKAFKA_BOOTSTRAP``) and ``--config kafka.KEY=VALUE``
+(repeatable: security and other client settings, never echoed); every one takes
+``--json`` (one JSON document on stdout; fields are listed in
 each command's module docstring). Exit codes: 0 ok, 1 a problem was found (open
 transactions, undone batches, duplicates, a refused fence), 2 usage or
 connection error, reported as ``eoskafka: error: <message>`` without a traceback.
@@ -28,6 +29,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from .. import __version__
 from ..errors import EosKafkaError
 from . import _common as c
 from . import audit, broker, fence, lag, migrate, txns
@@ -45,13 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
                "  eoskafka broker --port 9092\n"
                "  eoskafka txns --checkpoint /chk/orders -b localhost:9092\n"
-               "  eoskafka fence -b localhost:9092 --checkpoint /chk/orders --probe\n"
+               "  eoskafka fence --checkpoint /chk/orders --dry-run   # the ids it would fence\n"
                "  eoskafka audit -b localhost:9092 --topic orders --from-beginning\n"
                "  eoskafka lag -b localhost:9092 --checkpoint /chk/orders --max-lag 100000\n"
                "  eoskafka migrate --checkpoint /chk/orders-on-spark-kafka -b localhost:9092\n\n"
                "exit status: 0 ok, 1 problem found, 2 usage or connection error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"eoskafka {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     parents = [c.common_options()]
     for command in _COMMANDS:

@@ -36,20 +36,23 @@ class UsageError(EosKafkaError):
     condition = "EOSKAFKA_USAGE"
 
 
-def common_options() -> argparse.ArgumentParser:
-    """The options every subcommand takes (a parent parser)."""
+def common_options(*, connection: bool = True) -> argparse.ArgumentParser:
+    """The options every subcommand takes (a parent parser); ``connection=False`` leaves out
+    ``--bootstrap-server`` and ``--config``, which mean nothing to a command that starts a
+    broker rather than connecting to one."""
     parent = argparse.ArgumentParser(add_help=False)
-    group = parent.add_argument_group("connection and output")
-    group.add_argument(
-        "--bootstrap-server", "-b", metavar="HOST:PORT",
-        default=os.environ.get(ENV_BOOTSTRAP) or None,
-        help=f"Kafka brokers to connect to (default: ${ENV_BOOTSTRAP})",
-    )
-    group.add_argument(
-        "--config", "-c", metavar="KEY=VALUE", action="append", default=[],
-        help="a kafka.* client setting, repeatable, e.g. kafka.security.protocol=SASL_SSL "
-             "(the 'kafka.' prefix may be left out; values are never printed)",
-    )
+    group = parent.add_argument_group("connection and output" if connection else "output")
+    if connection:
+        group.add_argument(
+            "--bootstrap-server", "-b", metavar="HOST:PORT",
+            default=os.environ.get(ENV_BOOTSTRAP) or None,
+            help=f"Kafka brokers to connect to (default: ${ENV_BOOTSTRAP})",
+        )
+        group.add_argument(
+            "--config", "-c", metavar="KEY=VALUE", action="append", default=[],
+            help="a kafka.* client setting, repeatable, e.g. kafka.security.protocol=SASL_SSL "
+                 "(the 'kafka.' prefix may be left out; values are never printed)",
+        )
     group.add_argument("--json", action="store_true",
                        help="print one machine-readable JSON document on stdout")
     group.add_argument("--verbose", "-v", action="count", default=0,

@@ -27,7 +27,9 @@ Exit 1 when committed records are duplicated or a transaction is open, else 0;
 ``committed`` counts records of committed transactions plus non-transactional
 ones; ``duplicates`` counts committed records whose id was already seen (the
 second copy onward); ``without_id`` committed records with no id (null key, or a
-value that is not JSON or lacks the field). ``aborted_visible_to_read_uncommitted``:
+value that is not JSON or lacks the field). With ``--id-field``, an audit where no
+committed record has the field exits 2 saying why (Avro or Protobuf payloads, or
+another field name) rather than report no duplicates. ``aborted_visible_to_read_uncommitted``:
 records of aborted transactions, which a read_uncommitted reader sees (and so does
 a read_committed one on a broker that does not report aborted transactions).
 """
@@ -72,7 +74,9 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     ident.add_argument("--by", choices=("key", "value"), default="key",
                        help="what identifies a record for duplicate detection (default key)")
     ident.add_argument("--id-field", metavar="FIELD",
-                       help="identify records by a field of their JSON value (dots for nesting)")
+                       help="identify records by a field of their JSON value (dots for "
+                            "nesting; a JSON Schema payload's too); refused when no committed "
+                            "record has it")
     p.add_argument("--from-beginning", action="store_true",
                    help="read each partition from its log start")
     p.add_argument("--tail", type=int, default=1_000_000, metavar="N",
@@ -81,12 +85,19 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 class _Ids:
-    """Committed ids seen so far: first location per id, and the duplicated ones."""
+    """Committed ids seen so far: first location per id, and the duplicated ones.
+
+    With a field, a value in Confluent's wire format (magic byte 0, a 4-byte schema id) whose
+    payload is JSON (a JSON Schema payload) is read after its 5-byte header; one whose payload
+    is not (Avro, Protobuf) is counted in ``framed`` with its schema id, so that an audit
+    where no record has the field can say why."""
 
     def __init__(self, by: str, field: str | None) -> None:
         self.by, self.path = by, field.split(".") if field else None
         self.first: dict[Any, tuple[int, int]] = {}
         self.dups: dict[Any, list[tuple[int, int]]] = {}
+        #: schema id -> committed values of it whose payload is not JSON
+        self.framed: dict[int, int] = {}
 
     def add(self, partition: int, batch: pa.RecordBatch) -> tuple[int, int]:
         """Count one decoded batch: (duplicates, without id)."""
@@ -110,12 +121,43 @@ class _Ids:
         try:
             node = json.loads(raw)
         except ValueError:
-            return None
+            node = self._framed_json(raw)
+            if node is None:
+                return None
         for name in self.path:
             if not isinstance(node, dict) or name not in node:
                 return None
             node = node[name]
         return None if node is None else json.dumps(node, sort_keys=True)
+
+    def _framed_json(self, raw: bytes) -> Any:
+        if len(raw) < 5 or raw[0] != 0:
+            return None
+        try:
+            return json.loads(raw[5:])
+        except ValueError:
+            schema_id = int.from_bytes(raw[1:5], "big")
+            self.framed[schema_id] = self.framed.get(schema_id, 0) + 1
+            return None
+
+    def refuse_if_never_found(self, committed: int, without_id: int) -> None:
+        """With ``--id-field``, committed records none of which has the field is no clean
+        audit: it says why (schema'd payloads that are not JSON, or a wrong field name)."""
+        if self.path is None or not committed or without_id < committed:
+            return
+        field = ".".join(self.path)
+        if self.framed:
+            ids = ", ".join(str(i) for i in sorted(self.framed))
+            raise c.UsageError(
+                f"--id-field {field}: no committed record has it: the values are schema'd "
+                f"payloads in Confluent's wire format (schema id {ids}) that are not JSON "
+                "(Avro or Protobuf), which audit cannot decode. Audit by --by key (write "
+                "the id as the record key), or read the topic with valueFormat and count "
+                "ids in Spark")
+        raise c.UsageError(
+            f"--id-field {field}: none of the {committed} committed record(s) has it (values "
+            "that are not JSON objects, or another field name; dots for nesting). Check the "
+            "name, or audit by --by key or --by value")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -146,6 +188,7 @@ def audit_topic(
     parts = [_audit_partition(wire, part, ids, window) for part in partitions_of(wire, [topic])]
     totals = {k: sum(p[k] for p in parts) for k in
               ("committed", "aborted", "open", "non_transactional", "duplicates", "without_id")}
+    ids.refuse_if_never_found(totals["committed"], totals["without_id"])
     totals["aborted_visible_to_read_uncommitted"] = totals["aborted"]
     examples = sorted(ids.dups.items(), key=lambda i: (-len(i[1]), i[1][0]))[:_EXAMPLES]
     doc = {

@@ -45,8 +45,10 @@ _CHECK_S = 0.5
 
 
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """``parents`` (the connection options) are left out: this command starts a broker."""
     p = subparsers.add_parser("broker", help=HELP, description=HELP + ".", epilog=EPILOG,
-                              parents=parents, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              parents=[c.common_options(connection=False)],
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", "-p", type=int, default=None,
                    help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--storage", default="memory://tansu/", metavar="URL",

@@ -36,9 +36,12 @@ Spark replays it), but if it hits while the driver is committing a decided batch
 those transactions are lost and the query fails loudly. Fence stopped queries.
 
 examples:
+  eoskafka fence --checkpoint /chk/orders --dry-run           # list the ids; changes nothing
+  eoskafka fence -b kafka:9092 --checkpoint /chk/orders       # fence them
+  eoskafka fence -b kafka:9092 --checkpoint /chk/orders --probe   # and open ids past the pool
   eoskafka fence -b kafka:9092 --prefix eoskafka-1f2e3d4c5b6a7980 --pool-size 8
-  eoskafka fence -b kafka:9092 --checkpoint /chk/orders --probe
-  eoskafka abort --prefix my-sink --pool-size 4 --dry-run     # list the ids only
+
+Every form but --dry-run fences: --probe widens what is fenced, it does not look only.
 
 A query's prefix is its transactionalIdPrefix option, or eoskafka-<hash of its
 checkpoint location> (see `eoskafka txns --checkpoint PATH`).
@@ -58,8 +61,9 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     src.add_argument("--checkpoint", metavar="PATH",
                      help="read prefix and pool size from the query's decision log")
     p.add_argument("--probe", action="store_true",
-                   help="also fence open transactions past the pool (listed by Kafka; on a "
-                        "broker that cannot list them, ids until --probe-window unused in a row)")
+                   help="also fence (abort) open transactions past the pool, listed by Kafka (on "
+                        "a broker that cannot list them, ids until --probe-window unused in a "
+                        "row); it changes things: --dry-run is the look that does not")
     p.add_argument("--probe-window", type=int, default=4, metavar="K",
                    help="unused ids in a row that end probing (default 4)")
     p.add_argument("--dry-run", "-n", action="store_true",

@@ -7,14 +7,19 @@ and compares them with each partition's latest readable offset on the broker
 sources for their latest offset in its progress reports, so this is the way
 to see source lag from outside the query.
 
+A query that has not planned a batch yet (its checkpoint has Spark's ``metadata`` file and
+no offset log entry) is a state, not an error: the command says so and exits 0, so an
+alert on the exit code does not fire at every fresh start; its lag is known from the first
+planned batch on.
+
 Exit 1 when ``--max-lag N`` is given and the total lag is above N (an alert: the query
 is falling behind, or stopped); 0 otherwise; 2 on a usage or connection error.
 
 ``--json`` document (``version`` 1)::
 
-    {"version": 1, "checkpoint": str, "batch_id": int,
+    {"version": 1, "checkpoint": str, "batch_id": int | null (no batch planned yet),
      "partitions": [{"topic", "partition", "offset", "last_stable", "high_watermark",
-                     "lag"}], "total_lag": int, "max_lag": int | null, "ok": bool}
+                     "lag"}], "total_lag": int | null, "max_lag": int | null, "ok": bool}
 """
 
 from __future__ import annotations
@@ -35,9 +40,10 @@ EPILOG = """examples:
   eoskafka lag --checkpoint /chk/orders -b kafka:9092 --max-lag 1000000   # for alerting
 
 The lag is counted from the end of the last PLANNED batch (offsets/N), so a batch in
-flight is not lag; a stopped query's lag grows with its input.
+flight is not lag; a stopped query's lag grows with its input. A query that has not
+planned its first batch yet is reported as such, with exit status 0.
 
-exit status: 0 ok, 1 total lag above --max-lag, 2 error
+exit status: 0 ok (or no batch yet), 1 total lag above --max-lag, 2 error
 """
 
 
@@ -52,16 +58,23 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=run)
 
 
-def latest_source_offsets(checkpoint: str) -> tuple[int, dict[tuple[str, int], int]]:
-    """(batch id, offsets) of the newest entry of Spark's offset log that has eoskafka offsets."""
+def latest_source_offsets(checkpoint: str) -> tuple[int, dict[tuple[str, int], int]] | None:
+    """(batch id, offsets) of the newest entry of Spark's offset log that has eoskafka offsets;
+    None for a streaming query's checkpoint with no entry yet (it has not planned a batch)."""
     base = checkpoint.rstrip("/")
     uri = pyarrow_uri(base)  # file:/x and s3a:// as the sink reads them
     try:
         fs, root = pafs.FileSystem.from_uri(uri + "/offsets")
         entries = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+        batches = sorted((int(e.base_name), e.path) for e in entries if e.base_name.isdigit())
+        # Spark writes <checkpoint>/metadata (the query id) when the query starts, before
+        # planning any batch.
+        started = not batches and fs.get_file_info(
+            root.rsplit("/", 1)[0] + "/metadata").type == pafs.FileType.File
     except (OSError, ValueError) as exc:
         raise c.UsageError(f"cannot read checkpoint {checkpoint!r}: {exc}") from None
-    batches = sorted((int(e.base_name), e.path) for e in entries if e.base_name.isdigit())
+    if started:
+        return None
     for batch_id, path in reversed(batches):
         with fs.open_input_stream(path) as src:
             lines = src.read().decode().splitlines()
@@ -96,9 +109,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_lag is not None and args.max_lag < 0:
         raise c.UsageError("--max-lag must be >= 0")
-    batch_id, offsets = latest_source_offsets(args.checkpoint)
+    latest = latest_source_offsets(args.checkpoint)
     config = c.client_config(args)
     assert config is not None
+    if latest is None:
+        return _no_batch_yet(args)
+    batch_id, offsets = latest
     with c.connect(config) as wire:
         info = fetch_metadata(wire, sorted({t for t, _ in offsets}))
         leaders = {(t, p): leader for t, ti in info.items() for p, leader in ti.leaders.items()}
@@ -123,3 +139,14 @@ def run(args: argparse.Namespace) -> int:
         if not doc["ok"]:
             print(f"PROBLEM: lag {doc['total_lag']} is above --max-lag {args.max_lag}")
     return c.EXIT_OK if doc["ok"] else c.EXIT_PROBLEM
+
+
+def _no_batch_yet(args: argparse.Namespace) -> int:
+    doc = {"checkpoint": args.checkpoint, "batch_id": None, "partitions": [],
+           "total_lag": None, "max_lag": args.max_lag, "ok": True}
+    if args.json:
+        c.emit_json(doc)
+    else:
+        print(f"no batch planned yet in {args.checkpoint}: the query has started and not "
+              "read anything; its lag is known from its first batch")
+    return c.EXIT_OK

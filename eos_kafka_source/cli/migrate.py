@@ -205,7 +205,8 @@ def steps(checkpoint: str, starting: str, *, checked: bool) -> list[str]:
         "Stop the old query (query.stop(), or stop its job) and keep it stopped.",
         f"Run `eoskafka migrate --checkpoint {checkpoint}`"
         + ("" if checked else " -b HOST:PORT (checks the offsets and adds new partitions)")
-        + " after it stopped: the offsets below are the end of its last committed batch.",
+        + " after it stopped: the startingOffsets it prints are the end of the old query's "
+        "last committed batch.",
         "Start the eoskafka query on a NEW checkpointLocation with "
         f".option(\"startingOffsets\", '{starting}') (and the same subscription); "
         "startingOffsets only applies to a new checkpoint.",
@@ -236,10 +237,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(doc: dict[str, Any]) -> None:
+    """The steps first, then the offsets they use, then what needs a look: the JSON to copy
+    and any problem end the output, where a terminal leaves the eye."""
     out = sys.stdout
     out.write(f"last committed batch {doc['batch_id']} of {doc['checkpoint']} "
-              f"(Kafka source #{doc['source_index']})\n\nstartingOffsets:\n"
-              f"{doc['starting_offsets_json']}\n\n")
+              f"(Kafka source #{doc['source_index']})\n\nsteps:\n")
+    for number, step in enumerate(doc["steps"], 1):
+        out.write(f"  {number}. {step}\n")
+    out.write(f"\nstartingOffsets:\n{doc['starting_offsets_json']}\n")
     for added in doc["partitions_added"]:
         out.write(f"note: {added['topic']}-{added['partition']} is new since that batch: "
                   "-2 (earliest), as Spark's source would read it\n")
@@ -247,6 +252,3 @@ def _print(doc: dict[str, Any]) -> None:
         out.write(f"WARNING: {warning}\n")
     for problem in doc["problems"]:
         out.write(f"PROBLEM: {problem}\n")
-    out.write("\nsteps:\n")
-    for number, step in enumerate(doc["steps"], 1):
-        out.write(f"  {number}. {step}\n")

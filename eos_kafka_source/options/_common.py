@@ -11,6 +11,7 @@ from ..client.keys import (
     closest,
     shown,
 )
+from ..client.table import TABLE
 from ..errors import ConfigError
 from ..formats.options import REGISTRY_PREFIX, SINK_FORMAT_OPTIONS, SOURCE_FORMAT_OPTIONS
 
@@ -56,13 +57,22 @@ def _reject_unknown(opts: Mapping[str, str], allowed: Iterable[str], role: str) 
     unknown = sorted(k for k in opts if not k.startswith((PREFIX, REGISTRY_PREFIX))
                      and k not in lowered)
     if unknown:
-        hints = ", ".join(
-            f"'{k}'" + (f" (did you mean '{c}'?)" if (c := closest(k, known)) else "")
-            for k in unknown)
+        hints = ", ".join(f"'{k}'{_hint(k, known)}" for k in unknown)
         raise ConfigError(
             f"unknown option{'s' if len(unknown) > 1 else ''} for the eoskafka {role}: "
-            f"{hints}. Names are case-insensitive; the {role} accepts "
-            f"{', '.join(known)}, kafka.* and schema.registry.* settings. Fix or remove it.")
+            f"{hints}. Names are case-insensitive; Kafka's client settings take the prefix "
+            f"'kafka.', a schema registry's 'schema.registry.'; the options page "
+            f"(docs/options.md) lists the {role}'s. Fix or remove it.")
+
+
+def _hint(key: str, known: list[str]) -> str:
+    """A Kafka client setting given without its ``kafka.`` prefix is answered with its
+    prefixed name (``bootstrap.servers``: ``kafka.bootstrap.servers``); otherwise the
+    nearest option name, if one is near."""
+    if key in TABLE:
+        return f" (a Kafka client setting: did you mean '{PREFIX}{key}'?)"
+    near = closest(key, known)
+    return f" (did you mean '{near}'?)" if near else ""
 
 
 @overload

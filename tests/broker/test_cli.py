@@ -454,6 +454,43 @@ def test_audit_by_json_field_and_key_and_tail(capsys, bootstrap, unique, monkeyp
     assert code == 0 and part["committed"] == 1 and doc["tail"] == 3
 
 
+def test_audit_id_field_in_schemad_payloads_is_found_or_refused(capsys, bootstrap,
+                                                                unique) -> None:
+    """A JSON Schema payload (Confluent's 5-byte header, then JSON) has its field found;
+    Avro payloads, or a field no record has, are refused (exit 2, saying why), never an OK
+    with every record counted as having no id."""
+    import io
+
+    import fastavro
+
+    header = b"\x00" + (7).to_bytes(4, "big")
+    schema = fastavro.parse_schema({"type": "record", "name": "Order",
+                                    "fields": [{"name": "id", "type": "long"}]})
+
+    def avro(i: int) -> bytes:
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, schema, {"id": i})
+        return header + out.getvalue()
+
+    json_topic, avro_topic = f"{unique}-json", f"{unique}-avro"
+    for topic in (json_topic, avro_topic):
+        create_topic(bootstrap, topic)
+    with TxnWriter(bootstrap, f"{unique}-w") as w:
+        w.committed(json_topic, [header + json.dumps({"id": i % 2}).encode() for i in range(3)],
+                    partition=0)
+        w.committed(avro_topic, [avro(i) for i in range(3)], partition=0)
+    code, doc = cli_json(capsys, "audit", "-b", bootstrap, "--topic", json_topic,
+                         "--from-beginning", "--id-field", "id")
+    assert code == 1 and doc["totals"]["without_id"] == 0 and doc["totals"]["duplicates"] == 1
+    code, out, err = cli(capsys, "audit", "-b", bootstrap, "--topic", avro_topic,
+                         "--from-beginning", "--id-field", "id")
+    assert code == 2 and "OK" not in out
+    assert "Confluent's wire format (schema id 7)" in err and "--by key" in err, err
+    code, out, err = cli(capsys, "audit", "-b", bootstrap, "--topic", json_topic,
+                         "--from-beginning", "--id-field", "order_id")
+    assert code == 2 and "none of the 3 committed record(s) has it" in err, err
+
+
 def test_lag_compares_the_checkpoints_offsets_with_the_brokers_lso(
     bootstrap: str, unique: str, tmp_path, capsys
 ) -> None:

@@ -45,3 +45,16 @@ def test_migrate_needs_one_kafka_source(tmp_path: Path, capsys) -> None:
     (chk / "offsets" / "0").write_text(f'v1\n{META}\n{{"logOffset":3}}')
     assert main(["migrate", "--checkpoint", str(chk)]) == 2
     assert "no Kafka source offsets" in capsys.readouterr().err
+
+
+def test_migrate_prints_the_steps_before_the_offsets_they_use(tmp_path: Path, capsys) -> None:
+    """Steps first, then the startingOffsets JSON: no step points at text printed before it."""
+    chk = tmp_path / "chk"
+    (chk / "offsets").mkdir(parents=True)
+    (chk / "commits").mkdir()
+    (chk / "offsets" / "0").write_text(f'v1\n{META}\n{{"t":{{"0":3}}}}')
+    (chk / "commits" / "0").write_text("v1\n{}")
+    assert main(["migrate", "--checkpoint", str(chk)]) == 0
+    text = capsys.readouterr().out
+    assert text.index("steps:") < text.index("startingOffsets:") < text.rindex('{"t":{"0":3}}')
+    assert "below" not in text and "above" not in text

@@ -573,6 +573,20 @@ def test_source_unknown_option_suggestion(key, hint):
            "Fix or remove")
 
 
+@pytest.mark.parametrize("parse", [
+    lambda o: SourceOptions.parse({"subscribe": "t", **o}, streaming=True),
+    lambda o: SinkOptions.parse({"topic": "t", **o}),
+], ids=["source", "sink"])
+@pytest.mark.parametrize("key", ["bootstrap.servers", "security.protocol", "Max.Poll.Records"])
+def test_a_kafka_setting_without_its_prefix_is_answered_with_it(parse, key):
+    """A Kafka client setting given without 'kafka.' gets its 'kafka.' name as the hint,
+    and the message stays short: the option page lists the names, not the error."""
+    message = raises(lambda: parse({**BOOT, key: "x"}),
+                     f"did you mean 'kafka.{key.lower()}'?", "docs/options.md", "Fix or remove")
+    assert "maxRecordsPerPartition" not in message and "producer.batchRecords" not in message
+    assert len(message) < 400, message
+
+
 def test_source_unknown_options_all_listed_without_values():
     message = raises(lambda: source(path="/x", zzzz=SECRET), "'path'", "'zzzz'")
     assert SECRET not in message

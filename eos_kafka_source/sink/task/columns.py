@@ -14,7 +14,9 @@ import pyarrow as pa
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    DataType,
     IntegerType,
+    MapType,
     StringType,
     StructType,
     TimestampNTZType,
@@ -59,13 +61,31 @@ def validate(schema: StructType, topic_option: str | None,
         if f is not None and not ok(f.dataType):
             raise SchemaError(
                 f"column '{name}' has type {f.dataType.simpleString()}; the Kafka sink accepts "
-                f"{_ACCEPTED[name]}. Cast it, e.g. CAST({name} AS "
-                f"{_ACCEPTED[name].split(' or ')[0].upper()})"
+                f"{_ACCEPTED[name]}. {_fix(name, f.dataType)}"
             )
     if topic_option is None and "topic" not in fields:
         raise SchemaError(
             "no topic: set the 'topic' option or provide a string 'topic' column"
         )
+
+
+def _fix(name: str, t: DataType) -> str:
+    """What to do about column ``name`` of type ``t``, as fits the type: a struct, array or map
+    key/value is encoded (a payload format, or JSON text); a number, boolean, date or
+    timestamp becomes its text (a cast to binary would write a bigint as 8 raw bytes and fails
+    for a struct)."""
+    if name in ("value", "key"):
+        if isinstance(t, (StructType, ArrayType, MapType)):
+            return (f"Encode it: .option('{name}Format', 'avro') (or 'protobuf', 'json') with "
+                    f"schema.registry.url writes it through a schema registry "
+                    f"(docs/formats.md); without one, to_json({name}) AS {name} writes it as "
+                    "JSON text.")
+        return f"Write its text: CAST({name} AS STRING) AS {name}."
+    target = {"topic": "STRING", "partition": "INT", "timestamp": "TIMESTAMP"}.get(name)
+    if target is None:  # headers
+        return ("Build it as array(struct(CAST(k AS STRING) AS key, CAST(v AS BINARY) AS "
+                "value)).")
+    return f"Cast it: CAST({name} AS {target}) AS {name}."
 
 
 def _is_headers(t: object) -> bool:

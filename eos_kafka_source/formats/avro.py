@@ -22,7 +22,7 @@ import pyarrow as pa
 from fastavro.validation import ValidationError, validate
 
 from ..errors import PayloadDecodeError, PayloadEncodeError
-from . import avro_columnar, avro_columnar_decode, framing
+from . import avro_branches, avro_columnar, avro_columnar_decode, framing
 from .avro_arrow import (
     raw_type,
     reading_fix,
@@ -32,7 +32,7 @@ from .avro_arrow import (
     writing_fix,
 )
 from .avro_derive import avro_schema_for
-from .avro_types import Loaded, Node, load, strip_logical
+from .avro_types import Node, load, strip_logical
 from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup
 from .writers import writer_or_reason
 
@@ -53,11 +53,11 @@ def schema_for(arrow_type: pa.DataType, *, name: str = "topLevelRecord",
     return json.dumps(avro_schema_for(arrow_type, name, namespace), separators=(",", ":"))
 
 
-def _parsed(loaded: Loaded) -> Any:
+def _parsed(documents: list[Any]) -> Any:
     """fastavro's parsed schema (logical types stripped), references first."""
     named: dict[str, Any] = {}
     parsed: Any = None
-    for doc in loaded.documents:
+    for doc in documents:
         parsed = fastavro.parse_schema(strip_logical(doc), named)
     return parsed
 
@@ -83,7 +83,11 @@ class AvroDecoder:
         self._raw = raw_type(self.root)
         self._tagged = tags_needed(self.root)
         self._fix = reading_fix(self.root, self._tagged)
-        self._reader_parsed = _parsed(loaded)
+        self._documents = loaded.documents
+        # unions whose branches fastavro cannot tell apart by value: wrapped, both sides
+        self._branches = avro_branches.needed(self.root)
+        self._reader_parsed = _parsed(avro_branches.reader_documents(loaded.documents)
+                                      if self._branches else loaded.documents)
         self._writers: dict[int, Any] = {}
         self._columnar = avro_columnar.supported(self.root)
 
@@ -106,7 +110,10 @@ class AvroDecoder:
     def _load_writer(self, writer: RegisteredSchema) -> tuple[Any, Any]:
         if writer.text == self.reader.text and writer.references == self.reader.references:
             return self._reader_parsed, None
-        return _parsed(load(writer, self.lookup)), self._reader_parsed
+        documents = load(writer, self.lookup).documents
+        if self._branches:
+            documents = avro_branches.writer_documents(documents, self._documents)
+        return _parsed(documents), self._reader_parsed
 
     def _read(self, body: bytes, schema_id: int) -> Any:
         writer, reader = self._writer(schema_id)
@@ -252,7 +259,7 @@ class AvroEncoder:
         loaded = load(schema, lookup)
         self.root: Node = loaded.root
         self.arrow_type: pa.DataType = self.root.arrow
-        self._parsed = _parsed(loaded)
+        self._parsed = _parsed(loaded.documents)
         self._fix = writing_fix(self.root)
         self._header = framing.header(schema.id)
         # Nulls where the schema has none are found row by row, with the field's path.

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .avro_branches import member
 from .avro_types import Node
 
 Fix = Callable[[Any], Any]
@@ -126,8 +127,8 @@ def _decimal_from_bytes(arr: pa.Array, target: pa.DataType) -> pa.Array:
     lens = np.diff(offsets).astype(np.int64)
     if arr.null_count:
         lens = np.where(arr.is_valid().to_numpy(zero_copy_only=False), lens, 0)
-    if (lens > 16).any():
-        raise ValueError(f"a decimal of more than 16 bytes does not fit {target}")
+    if (lens > 16).any():  # a fixed wider than 16 bytes: its value may still fit
+        start, lens = _narrowed(data, start, lens, target)
     out = np.zeros((n, 16), np.uint8)
     has = lens > 0
     first = data[np.where(has, start, 0)] if len(data) else np.zeros(n, np.uint8)
@@ -144,6 +145,24 @@ def _decimal_from_bytes(arr: pa.Array, target: pa.DataType) -> pa.Array:
     return result
 
 
+def _narrowed(data: np.ndarray, start: np.ndarray, lens: np.ndarray, target: pa.DataType
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Values longer than 16 bytes cut to their last 16, where the bytes cut are only the
+    sign's (as Java's ``BigInteger`` reads them); ValueError where a value needs more."""
+    wide = np.flatnonzero(lens > 16)
+    cut = lens[wide] - 16
+    width = int(cut.max()) + 1
+    window = data[start[wide, None] + np.minimum(np.arange(width)[None, :], cut[:, None])]
+    used = np.arange(width)[None, :] < cut[:, None]
+    sign = np.where(window[np.arange(len(wide)), cut] >= 0x80, 0xFF, 0x00)
+    if not ((window == sign[:, None]) | ~used).all():
+        raise ValueError(f"a decimal of more than 16 bytes does not fit {target}")
+    start, lens = start.copy(), lens.copy()
+    start[wide] += cut
+    lens[wide] = 16
+    return start, lens
+
+
 def _validity(arr: pa.Array) -> pa.Buffer | None:
     if not arr.null_count:
         return None
@@ -156,18 +175,23 @@ def _decimal_to_bytes(arr: pa.Array, size: int | None) -> pa.Array:
     n = len(arr)
     le = np.frombuffer(arr.buffers()[1], np.uint8)[arr.offset * 16:(arr.offset + n) * 16]
     be = le.reshape(n, 16)[:, ::-1]
-    if size is not None:
+    if size is not None and size > 16:  # sign-extended past 16 bytes, as Java's toFixed
+        sign = np.where(be[:, :1] >= 0x80, 0xFF, 0x00).astype(np.uint8)
+        be = np.concatenate([np.repeat(sign, size - 16, axis=1), be], axis=1)
+        lead = np.zeros(n, np.int64)
+    elif size is not None:
         lead = np.full(n, 16 - size, np.int64)
     else:
         redundant = (((be[:, :-1] == 0) & (be[:, 1:] < 0x80))
                      | ((be[:, :-1] == 0xFF) & (be[:, 1:] >= 0x80)))
         lead = np.cumprod(redundant, axis=1).sum(axis=1)
-    lens = 16 - lead
+    width = be.shape[1]
+    lens = width - lead
     if arr.null_count:
         valid = arr.is_valid().to_numpy(zero_copy_only=False)
         lens = np.where(valid, lens, 0)
-        lead = np.where(valid, lead, 16)
-    keep = np.arange(16)[None, :] >= lead[:, None]
+        lead = np.where(valid, lead, width)
+    keep = np.arange(width)[None, :] >= lead[:, None]
     offsets = np.zeros(n + 1, np.int32)
     np.cumsum(lens, out=offsets[1:])
     data = np.ascontiguousarray(be)[keep]
@@ -209,9 +233,13 @@ def reading_fix(node: Node, tagged: bool) -> Fix | None:
         names = [n for n, _ in node.children]
 
         def union(value: Any) -> Any:
-            k = _member(node, value)
-            if isinstance(value, tuple):
-                value = value[1]
+            wrapped = member(value[1] if isinstance(value, tuple) else value)
+            if wrapped is not None:  # a primitive branch (avro_branches.py)
+                k, value = wrapped
+            else:
+                k = _member(node, value)
+                if isinstance(value, tuple):
+                    value = value[1]
             fix = fixes[k]
             return {names[k]: value if fix is None or value is None else fix(value)}
         return union

@@ -627,3 +627,100 @@ def test_an_enum_index_out_of_range_is_a_row_error() -> None:
         pa.array([framing.header(narrow.id) + payload[5:]]), where)
     assert got.values.to_pylist() == [None]
     assert got.errors is not None and "does not decode" in got.errors[0].as_py()
+
+
+# --- unions Spark shows as struct<member0, ...> with branches of one Python type -------
+
+
+def _fastavro_framed(lookup: Lookup, schema: Any, rows: list[Any]) -> pa.Array:
+    """Rows written by fastavro itself (a union value as (branch, value): the writer's
+    branch chosen), framed with the schema's id."""
+    import fastavro
+
+    reg = lookup.add(schema)
+    parsed = fastavro.parse_schema(schema)
+    out = []
+    for row in rows:
+        buf = _io(b"")
+        fastavro.schemaless_writer(buf, parsed, row)
+        out.append(framing.header(reg.id) + buf.getvalue())
+    return pa.array(out, pa.binary())
+
+
+def _members(*values: Any) -> dict[str, Any]:
+    return {f"member{k}": v for k, v in enumerate(values)}
+
+
+def test_a_union_of_int_and_long_fills_the_member_the_writer_took() -> None:
+    """spark-avro fills the member of the branch the writer took; fastavro returns a Python
+    int for both, so the branch is read from the bytes (avro_branches.py)."""
+    lookup = Lookup()
+    schema = record(("i", ["null", "int", "long", "string"]),
+                    ("f", ["float", "null", "double", "string"]),
+                    ("e", ["null", {"type": "enum", "name": "E", "symbols": ["A"]}, "int", "long"]))
+    payloads = _fastavro_framed(lookup, schema, [
+        {"i": ("int", 7), "f": ("float", 1.5), "e": ("E", "A")},
+        {"i": ("long", 7), "f": ("double", 0.1), "e": ("long", 5)},
+        {"i": ("long", 2**40), "f": ("double", 1e300), "e": ("int", 5)},
+        {"i": ("string", "x"), "f": None, "e": None}])
+    dec = avro.decoder(lookup.ids[1], lookup, mode=FAILFAST)
+    assert dec.decode(payloads, where).values.to_pylist() == [
+        {"i": _members(7, None, None), "f": _members(1.5, None, None),
+         "e": _members("A", None, None)},
+        {"i": _members(None, 7, None), "f": _members(None, 0.1, None),
+         "e": _members(None, None, 5)},
+        {"i": _members(None, 2**40, None), "f": _members(None, 1e300, None),
+         "e": _members(None, 5, None)},
+        {"i": _members(None, None, "x"), "f": None, "e": None}]
+
+
+def test_union_branches_resolve_as_javas_best_branch() -> None:
+    """Resolving to a reader union picks its branch of the writer's type first, then the
+    first promotion (Avro's Java resolver, which spark-avro runs); a plain writer field
+    resolves into the union the same way."""
+    lookup = Lookup()
+    payloads = _fastavro_framed(
+        lookup, record(("i", "long"), ("f", ["null", "float"]), ("s", ["string", "int"])),
+        [{"i": 5, "f": 1.5, "s": ("string", "a")}, {"i": 2**50, "f": None, "s": ("int", 3)}])
+    reader = lookup.add(record(("i", ["null", "double", "long", "int", "string"]),
+                               ("f", ["null", "double", "float", "string"]),
+                               ("s", ["bytes", "long", "string"])))
+    got = avro.decoder(reader, lookup, mode=FAILFAST).decode(payloads, where)
+    assert got.values.to_pylist() == [
+        {"i": _members(None, 5, None, None), "f": _members(None, 1.5, None),
+         "s": _members(None, None, "a")},
+        {"i": _members(None, 2**50, None, None), "f": None, "s": _members(None, 3, None)}]
+
+
+# --- a decimal on a fixed wider than 16 bytes ---------------------------------------------
+
+WIDE = record(("amount", {"type": "fixed", "name": "Wide", "size": 20, "logicalType": "decimal",
+                          "precision": 38, "scale": 2}),
+              ("maybe", ["null", {"type": "fixed", "name": "W17", "size": 17,
+                                  "logicalType": "decimal", "precision": 38, "scale": 0}]))
+
+
+def test_a_decimal_on_a_fixed_wider_than_16_bytes_round_trips_as_fastavro_reads_it() -> None:
+    import fastavro
+
+    _, enc, dec = _codec(WIDE)
+    values = [Decimal("12345.67"), Decimal("-1.00"), Decimal("0.00"),
+              Decimal("9" * 36 + ".99"), Decimal("-" + "9" * 36 + ".99")]
+    column = pa.array([{"amount": v, "maybe": None if i % 2 else Decimal(-i)}
+                       for i, v in enumerate(values)], dec.arrow_type)
+    payloads = enc.encode(column, "value")
+    parsed = fastavro.parse_schema(WIDE)
+    assert [fastavro.schemaless_reader(_io(p[5:]), parsed) for p in payloads.to_pylist()] \
+        == column.to_pylist()
+    assert dec.decode(payloads, where).values.to_pylist() == column.to_pylist()
+
+
+def test_a_wide_decimal_past_38_digits_is_a_row_error() -> None:
+    lookup, enc, _ = _codec(WIDE)
+    good = enc.encode(pa.array([{"amount": Decimal("1.00"), "maybe": None}],
+                               enc.arrow_type), "value")
+    huge = framing.header(1) + (10**42).to_bytes(20, "big", signed=True) + b"\x00"
+    got = avro.decoder(lookup.ids[1], lookup, mode=PERMISSIVE).decode(
+        pa.array([good[0].as_py(), huge]), where)
+    assert got.values.to_pylist() == [{"amount": Decimal("1.00"), "maybe": None}, None]
+    assert "cannot hold" in got.errors[1].as_py()

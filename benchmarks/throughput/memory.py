@@ -97,9 +97,9 @@ def _child_write(cfg: ClientConfig, topic: str, records: int) -> tuple[int, floa
 
 
 def _child_read(cfg: ClientConfig, topic: str) -> tuple[int, float]:
-    from eos_kafka_source.datasource import kafka_schema
     from eos_kafka_source.source.partition_reader import arrow_schema_of, read_partition
     from eos_kafka_source.source.partitions import KafkaInputPartition
+    from eos_kafka_source.source.schema import kafka_schema
 
     from .source import committed_ranges
 

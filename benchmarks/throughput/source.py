@@ -15,9 +15,9 @@ from typing import Any
 import pyarrow as pa
 
 from eos_kafka_source.client.config import ClientConfig
-from eos_kafka_source.datasource import kafka_schema
 from eos_kafka_source.source.partition_reader import BATCH_ROWS, arrow_schema_of, read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
+from eos_kafka_source.source.schema import kafka_schema
 from eos_kafka_source.wire import KafkaWire, LogCursor, fetch_bounds, fetch_metadata, leader_of
 
 from ..common import (

@@ -19,8 +19,9 @@ from pyspark.sql.types import StructType
 from ..errors import user_facing
 from ..formats.plans import ReadPlan
 from ..options import SourceOptions
+from .packing import to_input_partitions
+from .partition_reader import read_input
 from .planner import SourcePlanner
-from .stream_reader import read_input, to_input_partitions
 
 
 class EosKafkaBatchReader(DataSourceReader):

@@ -1,5 +1,6 @@
 """Pack a batch's offset ranges into at most ``maxPartitions`` Spark input partitions,
-by default as many as the cluster has task slots (:func:`bins_for`, :mod:`.slots`).
+by default as many as the cluster has task slots (:func:`to_input_partitions`,
+:func:`bins_for`, :mod:`.slots`).
 
 Runs on the driver (the planning worker), after :func:`~eos_kafka_source.offsets.plan_ranges`
 has cut the ranges (``minPartitions``, ``maxRecordsPerPartition``). No Spark imports.
@@ -30,10 +31,40 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pyspark.sql.datasource import InputPartition
+
+from ..formats.plans import ReadPlan
 from ..offsets import OffsetRange, plan_ranges
+from ..options import SourceOptions
+from .partitions import KafkaInputPartition, KafkaPackedPartition
+from .slots import task_slots
 
 #: Smallest equal share (offsets) for which ranges are cut to even the bins out.
 MIN_PIECE = 10_000
+
+
+def to_input_partitions(options: SourceOptions, ranges: Sequence[OffsetRange],
+                        payload: ReadPlan | None = None) -> list[InputPartition]:
+    """Offset ranges -> picklable input partitions carrying what the executor needs: packed
+    into at most ``maxPartitions``, by default the cluster's task slots; one per range when
+    neither is known."""
+    def one(r: OffsetRange) -> KafkaInputPartition:
+        return KafkaInputPartition(
+            r.topic, r.partition, r.start, r.end, options.client,
+            read_committed=options.read_committed,
+            include_headers=options.include_headers,
+            fetch_max_bytes=options.fetch_max_bytes,
+            poll_timeout_ms=options.poll_timeout_ms,
+            fail_on_data_loss=options.fail_on_data_loss,
+            check_crcs=options.check_crcs,
+            payload=payload,
+        )
+
+    slots = task_slots() if options.max_partitions is None else None
+    bins = bins_for(options.max_partitions, options.min_partitions, slots)
+    groups = pack_ranges(ranges, bins, options.max_records_per_partition)
+    return [one(g[0]) if len(g) == 1 else KafkaPackedPartition(tuple(one(r) for r in g))
+            for g in groups]
 
 
 def bins_for(max_partitions: int | None, min_partitions: int | None,

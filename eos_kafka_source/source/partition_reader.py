@@ -1,14 +1,13 @@
-"""Read one planned offset range as Arrow record batches (runs on an executor).
+"""Read one input partition as Arrow record batches (runs on an executor).
 
-Called from the Spark reader's ``read(partition)``, in a fresh executor Python
-worker per task: nothing here outlives the call. The range is read with raw
-Fetch requests (:class:`~eos_kafka_source.wire.LogCursor`), filtered to the
-records a read_committed consumer may see by
-:func:`~eos_kafka_source.visibility.visible_batches` (which decides from the
-COMMIT/ABORT markers in the log, reading ahead past the range end when a
-marker lies there), decoded into columns and yielded in batches of at most
-:data:`BATCH_ROWS` rows. Memory stays bounded: one fetch response, the
-visibility queue and one Arrow batch, however long the range.
+Called from the Spark reader's ``read(partition)`` (:func:`read_input`), in an executor
+Python worker per task. Each offset range of the partition is read with raw Fetch
+requests (:class:`~eos_kafka_source.wire.LogCursor`), filtered to the records a
+read_committed consumer may see by :func:`~eos_kafka_source.visibility.visible_batches`
+(which decides from the COMMIT/ABORT markers in the log, reading ahead past the range end
+when a marker lies there), decoded into columns and yielded in batches of at most
+:data:`BATCH_ROWS` rows. Memory stays bounded: one fetch response, the visibility queue and
+one Arrow batch, however long the range.
 
 A replay reads exactly the planned ``[start, end)``: the range is fixed in the
 partition, never "whatever is there now".
@@ -21,20 +20,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
 
 from ..errors import ConnectionDroppedError, DataLossError, KafkaProtocolError, TopicNotFoundError
 from ..faults import fault_point
 from ..records import BatchHeader, ColumnBuilder
 from ..records.decode import arrow_schema
+from ..timings import Phases
 from ..visibility import visible_batches
-from ..wire import KafkaWire, LogCursor, fetch_bounds, fetch_metadata, kept, leader_of
+from ..wire import KafkaWire, LogCursor, fetch_bounds, fetch_metadata, leader_of
+from ..wire.kept import kept_wire
 from ..wire.retry import LEADER_MOVED, Deadline
-
-if TYPE_CHECKING:
-    from .partitions import KafkaInputPartition
+from .partitions import KafkaInputPartition, KafkaPackedPartition
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,48 @@ log = logging.getLogger(__name__)
 BATCH_ROWS = 65_536
 #: "No stop": a scan-ahead cursor reads until it finds what it looks for.
 _NO_STOP = 1 << 62
+#: Leaders by (topic, partition), shared by the ranges of one task.
+Leaders = dict[tuple[str, int], int]
+
+
+def read_input(partition: InputPartition, schema: Any) -> Iterator[pa.RecordBatch]:
+    """The visible records of an input partition (one range, or packed ranges one after
+    the other, each in offset order), as Arrow batches of the declared Spark ``schema``."""
+    if isinstance(partition, KafkaPackedPartition):
+        parts = partition.parts
+    elif isinstance(partition, KafkaInputPartition):
+        parts = (partition,)
+    else:
+        return iter(())  # Spark's placeholder when there is nothing to read
+    arrow = arrow_schema_of(schema)
+    payload = parts[0].payload
+    leaders: Leaders = {}  # one Metadata answers the task's ranges
+    if payload is None:
+        return _timed_read((batch for part in parts
+                            for batch in read_partition(part, arrow, leaders)), len(parts))
+    # Decoded after the visibility filter, from the full Kafka columns: one decoder per task.
+    from ..formats.payload import Decoding
+
+    decoding = Decoding(payload, arrow)
+    return _timed_read((decoding.apply(batch) for part in parts
+                        for batch in read_partition(part, None, leaders)), len(parts))
+
+
+def _timed_read(batches: Iterator[pa.RecordBatch], ranges: int) -> Iterator[pa.RecordBatch]:
+    """``batches``, with a ``source_read`` timing line when they are done (benchmarks: the
+    time to the first batch and the whole read, of which Spark took the batches handed)."""
+    timing = Phases("source_read")
+    rows = 0
+    first: float | None = None
+    for batch in batches:
+        if first is None:
+            first = timing.total_s()
+        rows += batch.num_rows
+        timing.mark("read")
+        yield batch
+        timing.mark("handed")  # Spark consuming the batch
+    timing.mark("read")
+    timing.write(ranges=ranges, rows=rows, first_batch_s=first)
 
 
 def arrow_schema_of(schema: Any) -> pa.Schema:
@@ -59,7 +101,7 @@ def arrow_schema_of(schema: Any) -> pa.Schema:
         pass
     from pyspark.sql.pandas.types import to_arrow_type
 
-    from ..datasource import kafka_schema
+    from .schema import kafka_schema
 
     spark_kafka = {f.name: f.dataType for f in kafka_schema(True).fields}
     kafka = arrow_schema(True)
@@ -70,10 +112,8 @@ def arrow_schema_of(schema: Any) -> pa.Schema:
     )
 
 
-def read_partition(
-    part: KafkaInputPartition, schema: pa.Schema | None = None,
-    leaders: dict[tuple[str, int], int] | None = None,
-) -> Iterator[pa.RecordBatch]:
+def read_partition(part: KafkaInputPartition, schema: pa.Schema | None = None,
+                   leaders: Leaders | None = None) -> Iterator[pa.RecordBatch]:
     """Yield the visible records of ``part``'s range, in offset order, as Arrow batches.
 
     ``schema`` is the Arrow form of the declared Spark schema (see
@@ -85,84 +125,118 @@ def read_partition(
     ``leaders``: the leaders an earlier range of the same task looked up (a packed input
     partition reads its ranges one after the other): a range whose partition is there
     starts without a Metadata request, and this one's look-up adds its topic's leaders.
-    A leader that moved since answers NOT_LEADER_OR_FOLLOWER (or its connection drops)
-    and is looked up again, as after any move.
+
+    The wire is the worker's last task's, if it had one, and is given back for the next
+    only when the read ended cleanly (nothing left unanswered on it); otherwise closed.
     """
     if part.end <= part.start:
         return
     builder = ColumnBuilder(part.topic, part.partition, part.include_headers, schema)
-    wire = kept.take(part.client)  # the worker's last task's connections, if it had any
-    clean = False  # a wire is given back only when nothing is left unanswered on it
-    tp = (part.topic, part.partition)
-    position = part.start
-    leader: int | None = None
-    lost: Deadline | None = None  # since the leader was lost: kafka.default.api.timeout.ms
-    attempt = 0
+    read = _RangeRead(part, {} if leaders is None else leaders)
     try:
-        while position < part.end:
-            try:
-                if leader is None:
-                    # After a lost leader, always ask again (the one known may be it).
-                    leader = leaders.get(tp) if leaders is not None and lost is None else None
-                    if leader is None:
-                        info = fetch_metadata(wire, [part.topic])
-                        leader = leader_of(info, tp)
-                        if leaders is not None:
-                            leaders.update({(part.topic, p): node for p, node
-                                            in info[part.topic].leaders.items() if node >= 0})
-                    if lost is None:
-                        fault_point("read.after_leader", task=part.partition)  # it may die
-                for header, view in _visible(wire, leader, part, position):
-                    builder.add_batch(header, view, position, part.end)
-                    position = max(position, header.last_offset + 1)
-                    if len(builder) >= BATCH_ROWS:
-                        yield builder.to_arrow()
-                break
-            except (ConnectionDroppedError, KafkaProtocolError) as exc:
-                # The leader died or moved (a broker restart, a reassignment): look it up
-                # again and go on from ``position`` until the deadline, as Kafka's consumer
-                # does; Spark's task retries alone came faster than a dead node is fenced.
-                if isinstance(exc, KafkaProtocolError) and exc.code not in LEADER_MOVED:
-                    raise
-                lost = lost or Deadline.of(None, wire)
-                if lost.expired:
-                    raise
-                log.warning("eoskafka source: %s-%d: %s; looking for its leader again at "
-                            "offset %d", part.topic, part.partition, exc, position)
-                lost.backoff(attempt)
-                attempt += 1
-                wire.close()  # its next request connects afresh
-                leader = None
-            except DataLossError:
-                if part.fail_on_data_loss or leader is None:  # None: not from a fetch
-                    raise
-                log_start = fetch_bounds(wire, {tp: leader})[tp].log_start
-                if log_start <= position:
-                    raise  # not a retention gap we can step over
-                log.warning(
-                    "%s-%d: offsets %d to %d were deleted before being read; skipped "
-                    "(failOnDataLoss=false)", part.topic, part.partition, position,
-                    min(log_start, part.end) - 1,
-                )
-                position = log_start
-        clean = True
+        with kept_wire(part.client) as wire:
+            for header, view in read.visible(wire):
+                builder.add_batch(header, view, read.position, part.end)
+                read.position = max(read.position, header.last_offset + 1)
+                if len(builder) >= BATCH_ROWS:
+                    yield builder.to_arrow()
     except (TopicNotFoundError, KafkaProtocolError) as exc:
-        if _partition_exists(wire, tp):
-            raise
-        gone = (f"{part.topic}-{part.partition} was deleted while this task read it; offsets "
-                f"{position} to {part.end - 1} were not read")
-        if part.fail_on_data_loss:
+        read.deleted_while_read(exc)
+    if len(builder):
+        yield builder.to_arrow()
+
+
+class _RangeRead:
+    """Where the read of one range stands, and what it does when the log moves under it:
+    a leader that moved or died, offsets deleted by retention, a partition deleted."""
+
+    def __init__(self, part: KafkaInputPartition, leaders: Leaders) -> None:
+        self.part = part
+        self.tp = (part.topic, part.partition)
+        self.leaders = leaders
+        #: The next offset to read: batches below it are not read twice after a retry.
+        self.position = part.start
+        self.leader: int | None = None
+        #: Since the leader was lost: ``kafka.default.api.timeout.ms`` to find it again.
+        self.lost: Deadline | None = None
+        self.attempt = 0
+
+    def visible(self, wire: KafkaWire) -> Iterator[tuple[BatchHeader, memoryview]]:
+        """The range's visible batches from :attr:`position` on (the caller moves it past
+        each batch it takes), across leader moves and skipped lost offsets."""
+        while self.position < self.part.end:
+            try:
+                yield from _visible(wire, self._leader(wire), self.part, self.position)
+                return
+            except (ConnectionDroppedError, KafkaProtocolError) as exc:
+                if not self._look_again(wire, exc):
+                    raise
+            except DataLossError:
+                if not self._skip_deleted_offsets(wire):
+                    raise
+
+    def _leader(self, wire: KafkaWire) -> int:
+        """The partition's leader: the one the task knows, else from a Metadata request
+        (always after a lost leader: the one known may be it)."""
+        if self.leader is None:
+            self.leader = self.leaders.get(self.tp) if self.lost is None else None
+            if self.leader is None:
+                info = fetch_metadata(wire, [self.part.topic])
+                self.leader = leader_of(info, self.tp)
+                self.leaders.update({(self.part.topic, p): node for p, node
+                                     in info[self.part.topic].leaders.items() if node >= 0})
+            if self.lost is None:
+                fault_point("read.after_leader", task=self.part.partition)  # it may die
+        return self.leader
+
+    def _look_again(self, wire: KafkaWire, exc: ConnectionDroppedError | KafkaProtocolError,
+                    ) -> bool:
+        """Whether to read on after ``exc``: the leader died or moved (a broker restart, a
+        reassignment), so it is looked up again and the read goes on from
+        :attr:`position` until the deadline, as Kafka's consumer does; Spark's task retries
+        alone came faster than a dead node is fenced. Any other error ends the read."""
+        if isinstance(exc, KafkaProtocolError) and exc.code not in LEADER_MOVED:
+            return False
+        self.lost = self.lost or Deadline.of(None, wire)
+        if self.lost.expired:
+            return False
+        log.warning("eoskafka source: %s-%d: %s; looking for its leader again at offset %d",
+                    self.part.topic, self.part.partition, exc, self.position)
+        self.lost.backoff(self.attempt)
+        self.attempt += 1
+        wire.close()  # its next request connects afresh
+        self.leader = None
+        return True
+
+    def _skip_deleted_offsets(self, wire: KafkaWire) -> bool:
+        """``failOnDataLoss=false``: step over offsets retention deleted before they were
+        read, to the log start; False (the read fails) otherwise."""
+        if self.part.fail_on_data_loss or self.leader is None:  # None: not from a fetch
+            return False
+        log_start = fetch_bounds(wire, {self.tp: self.leader})[self.tp].log_start
+        if log_start <= self.position:
+            return False  # not a retention gap we can step over
+        log.warning("%s-%d: offsets %d to %d were deleted before being read; skipped "
+                    "(failOnDataLoss=false)", self.part.topic, self.part.partition,
+                    self.position, min(log_start, self.part.end) - 1)
+        self.position = log_start
+        return True
+
+    def deleted_while_read(self, exc: TopicNotFoundError | KafkaProtocolError) -> None:
+        """After ``exc`` ended the read: re-raise it while the partition exists; else the
+        partition was deleted under the task, a DataLossError unless
+        ``failOnDataLoss=false`` (then its remaining offsets are skipped, with a warning)."""
+        with kept_wire(self.part.client) as wire:
+            exists = _partition_exists(wire, self.tp)
+        if exists:
+            raise exc
+        gone = (f"{self.part.topic}-{self.part.partition} was deleted while this task read "
+                f"it; offsets {self.position} to {self.part.end - 1} were not read")
+        if self.part.fail_on_data_loss:
             raise DataLossError(
                 f"{gone}. If you accept this, set the source option failOnDataLoss=false to "
                 "skip a deleted topic's remaining offsets") from exc
         log.warning("%s (failOnDataLoss=false: skipped)", gone)
-    finally:
-        if clean:
-            kept.give_back(part.client, wire)
-        else:
-            wire.close()
-    if len(builder):
-        yield builder.to_arrow()
 
 
 def _partition_exists(wire: KafkaWire, tp: tuple[str, int]) -> bool:

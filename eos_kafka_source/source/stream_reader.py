@@ -54,11 +54,9 @@ from ..options import SourceOptions
 from ..timings import Phases
 from ..wire.groups import commit_offsets
 from .available_now import WrapperWatch
-from .packing import bins_for, pack_ranges
-from .partition_reader import arrow_schema_of, read_partition
-from .partitions import KafkaInputPartition, KafkaPackedPartition
+from .packing import to_input_partitions
+from .partition_reader import read_input
 from .planner import Offsets, SourcePlanner
-from .slots import task_slots
 
 try:  # pyspark >= 4.2
     from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
@@ -259,70 +257,6 @@ class EosKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         planner, self._planner = self._planner, None
         if planner is not None:
             planner.close()
-
-
-def to_input_partitions(options: SourceOptions, ranges: Sequence[Any],
-                        payload: ReadPlan | None = None) -> list[InputPartition]:
-    """Offset ranges -> picklable input partitions carrying what the executor needs: packed
-    into at most ``maxPartitions``, by default the cluster's task slots (:mod:`.packing`,
-    :mod:`.slots`); one per range when neither is known."""
-    def one(r: Any) -> KafkaInputPartition:
-        return KafkaInputPartition(
-            r.topic, r.partition, r.start, r.end, options.client,
-            read_committed=options.read_committed,
-            include_headers=options.include_headers,
-            fetch_max_bytes=options.fetch_max_bytes,
-            poll_timeout_ms=options.poll_timeout_ms,
-            fail_on_data_loss=options.fail_on_data_loss,
-            check_crcs=options.check_crcs,
-            payload=payload,
-        )
-
-    slots = task_slots() if options.max_partitions is None else None
-    bins = bins_for(options.max_partitions, options.min_partitions, slots)
-    groups = pack_ranges(ranges, bins, options.max_records_per_partition)
-    return [one(g[0]) if len(g) == 1 else KafkaPackedPartition(tuple(one(r) for r in g))
-            for g in groups]
-
-
-def read_input(partition: InputPartition, schema: StructType) -> Iterator[pa.RecordBatch]:
-    """Executor: the visible records of an input partition (one range, or packed ranges one
-    after the other, each in offset order), as Arrow batches."""
-    if isinstance(partition, KafkaPackedPartition):
-        parts = partition.parts
-    elif isinstance(partition, KafkaInputPartition):
-        parts = (partition,)
-    else:
-        return iter(())  # Spark's placeholder when there is nothing to read
-    arrow = arrow_schema_of(schema)
-    payload = parts[0].payload
-    leaders: dict[tuple[str, int], int] = {}  # one Metadata answers the task's ranges
-    if payload is None:
-        return _timed_read((batch for part in parts
-                            for batch in read_partition(part, arrow, leaders)), len(parts))
-    # Decoded after the visibility filter, from the full Kafka columns: one decoder per task.
-    from ..formats.payload import Decoding
-
-    decoding = Decoding(payload, arrow)
-    return _timed_read((decoding.apply(batch) for part in parts
-                        for batch in read_partition(part, None, leaders)), len(parts))
-
-
-def _timed_read(batches: Iterator[pa.RecordBatch], ranges: int) -> Iterator[pa.RecordBatch]:
-    """``batches``, with a ``source_read`` timing line when they are done (benchmarks: the
-    time to the first batch and the whole read, of which Spark took the batches handed)."""
-    timing = Phases("source_read")
-    rows = 0
-    first: float | None = None
-    for batch in batches:
-        if first is None:
-            first = timing.total_s()
-        rows += batch.num_rows
-        timing.mark("read")
-        yield batch
-        timing.mark("handed")  # Spark consuming the batch
-    timing.mark("read")
-    timing.write(ranges=ranges, rows=rows, first_batch_s=first)
 
 
 def _pyspark_version() -> str:

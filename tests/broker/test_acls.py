@@ -39,7 +39,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools, ListenerSpec
 from eos_kafka_source.client.config import ClientConfig
-from eos_kafka_source.datasource import EosKafkaDataSource, kafka_schema
+from eos_kafka_source.datasource import EosKafkaDataSource
 from eos_kafka_source.errors import NotAuthorizedError
 from eos_kafka_source.sink.driver.claims import claim_group
 from eos_kafka_source.sink.driver.fencing import fence
@@ -47,6 +47,7 @@ from eos_kafka_source.sink.naming import TransactionalIdFactory
 from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.source.partition_reader import read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
+from eos_kafka_source.source.schema import kafka_schema
 from eos_kafka_source.wire import KafkaWire, create_topic
 from eos_kafka_source.wire.groups import fetch_offset
 from tests.brokers import KAFKA_VERSION

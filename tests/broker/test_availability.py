@@ -173,8 +173,9 @@ def test_a_task_reads_on_after_its_input_leader_dies(kafka: KafkaCluster, unique
     all four attempts failed and so did the query (the harness on a quiet machine: 1
     failure where Spark's connector had none). The task now looks the leader up again and
     reads on from where it was, within ``kafka.default.api.timeout.ms``."""
-    from eos_kafka_source.datasource import EosKafkaDataSource, kafka_schema
+    from eos_kafka_source.datasource import EosKafkaDataSource
     from eos_kafka_source.source.partition_reader import read_partition
+    from eos_kafka_source.source.schema import kafka_schema
 
     bootstrap = kafka.bootstrap_servers
     leaders = _topic(bootstrap, unique, partitions=1)

@@ -18,10 +18,11 @@ import pyarrow as pa
 import pytest
 
 from eos_kafka_source.client.config import ClientConfig
-from eos_kafka_source.datasource import EosKafkaDataSource, kafka_schema
+from eos_kafka_source.datasource import EosKafkaDataSource
 from eos_kafka_source.errors import AuthenticationError, ConfigError
 from eos_kafka_source.source.partition_reader import read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
+from eos_kafka_source.source.schema import kafka_schema
 from eos_kafka_source.wire import KafkaWire, create_topic, fetch_metadata
 from eos_kafka_source.wire.kept import close_kept, kept_wire
 from eos_kafka_source.wire.oauth import token_provider

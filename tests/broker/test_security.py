@@ -27,13 +27,14 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from eos_kafka_source.broker import free_port
 from eos_kafka_source.client.config import ClientConfig
-from eos_kafka_source.datasource import EosKafkaDataSource, kafka_schema
+from eos_kafka_source.datasource import EosKafkaDataSource
 from eos_kafka_source.errors import AuthenticationError, BrokerUnreachableError
 from eos_kafka_source.options import SinkOptions, SourceOptions
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.spark_writer import EosKafkaStreamWriter
 from eos_kafka_source.source.partition_reader import read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
+from eos_kafka_source.source.schema import kafka_schema
 from eos_kafka_source.wire import KafkaWire, create_topic, fetch_metadata
 from eos_kafka_source.wire.kept import close_kept
 from tests.kafka_security import (  # the same secrets as on Apache Kafka's listeners

@@ -8,7 +8,6 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
-from eos_kafka_source.datasource import kafka_schema
 from eos_kafka_source.errors import SchemaError
 from eos_kafka_source.formats.payload import Decoding, Encoding
 from eos_kafka_source.formats.plans import ReadPlan, SideRead, SideWrite, WritePlan
@@ -22,6 +21,7 @@ from eos_kafka_source.formats.schemas import (
 )
 from eos_kafka_source.records.decode import arrow_schema
 from eos_kafka_source.source.partition_reader import arrow_schema_of
+from eos_kafka_source.source.schema import kafka_schema
 
 ORDER = pa.struct([pa.field("id", pa.int64()), pa.field("name", pa.string())])
 SCHEMA = RegisteredSchema(7, AVRO, "{}", "t-value", 1)

@@ -103,7 +103,7 @@ def test_batches_are_bounded(log: FakeLog, monkeypatch) -> None:
 def test_arrow_schema_is_what_spark_expects() -> None:
     from pyspark.sql.types import StructType
 
-    from eos_kafka_source.datasource import kafka_schema
+    from eos_kafka_source.source.schema import kafka_schema
 
     for headers in (False, True):
         schema = kafka_schema(headers)

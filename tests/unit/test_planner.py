@@ -16,8 +16,9 @@ import pytest
 from eos_kafka_source.errors import ConfigError, DataLossError, TopicNotFoundError
 from eos_kafka_source.offsets import OffsetRange
 from eos_kafka_source.options import SourceOptions
+from eos_kafka_source.source import packing as packing_mod
+from eos_kafka_source.source import partition_reader as partition_reader_mod
 from eos_kafka_source.source import planner as planner_mod
-from eos_kafka_source.source import stream_reader as stream_reader_mod
 from eos_kafka_source.source.packing import MIN_PIECE, pack_ranges
 from eos_kafka_source.source.planner import SourcePlanner
 from eos_kafka_source.source.stream_reader import HAS_READ_LIMITS
@@ -423,7 +424,7 @@ def test_max_partitions_packs_the_plan_into_picklable_input_partitions(
 def test_the_default_packs_into_the_task_slots(
         cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch, slots: int | None,
         options: dict[str, str], tasks: int) -> None:
-    monkeypatch.setattr(stream_reader_mod, "task_slots", lambda: slots)
+    monkeypatch.setattr(packing_mod, "task_slots", lambda: slots)
     for p in range(4):
         cluster.set("a", p, 0, 10)
     parts = stream_reader(**options).partitions({"a": {str(p): 0 for p in range(4)}},
@@ -439,7 +440,7 @@ def test_a_packed_partition_reads_its_ranges_one_after_the_other(
         read.append((part.partition, part.start))
         yield pa.record_batch({"partition": [part.partition]})
 
-    monkeypatch.setattr(stream_reader_mod, "read_partition", fake_read)
+    monkeypatch.setattr(partition_reader_mod, "read_partition", fake_read)
     for p in range(3):
         cluster.set("a", p, 0, 10)
     reader = stream_reader(maxPartitions="1")

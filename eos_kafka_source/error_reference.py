@@ -177,9 +177,13 @@ ENTRIES: tuple[Entry, ...] = (
           "restart once the brokers hosting `__transaction_state` are healthy: the restart "
           "[rolls the batch forward](glossary.md#roll-forward)"),
     Entry("EOSKAFKA_HANGING_TRANSACTION",
-          "a decided transaction hangs on a partition: no marker reached it and none will",
-          "Kafka skipped the partition (after coordinator and leader kills), and the "
-          "query's principal lacks CLUSTER_ACTION to write [markers](glossary.md#marker)",
+          "a decided transaction hangs on a partition, as `kafka-transactions.sh "
+          "find-hanging` judges one",
+          "no coordinator lists the partition for the transaction and nothing was written "
+          "to it within the maximum transaction timeout, so no [marker](glossary.md#marker) "
+          "will come (seen after coordinator and leader kills); and the query's principal "
+          "lacks CLUSTER_ACTION to write the marker itself. A marker that is only late (its "
+          "coordinator still lists the partition) is waited for, never this error",
           "no: the decision is kept",
           "run the `kafka-transactions.sh ... abort` command the message names, then "
           "restart the query: it copies the partition's records from the log "

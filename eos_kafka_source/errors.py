@@ -134,10 +134,11 @@ class TransactionOutcomeUnknownError(EosKafkaError):
 
 
 class HangingTransactionError(EosKafkaError):
-    """A decided transaction hangs on a partition (KIP-664): its coordinator has ended it,
-    but no marker reached that partition, and none ever will. The message names Kafka's
-    command that ends it; the decision stays, and the restarted query copies the records
-    from the log once the partition holds the ABORT marker."""
+    """A decided transaction hangs on a partition (KIP-664), as ``kafka-transactions.sh
+    find-hanging`` judges one: no coordinator lists the partition for it, and its last write
+    there is older than the maximum transaction timeout, so no marker will come. The
+    message names Kafka's command that ends it; the decision stays, and the restarted query
+    copies the records from the log once the partition holds the ABORT marker."""
 
     condition = "EOSKAFKA_HANGING_TRANSACTION"
 

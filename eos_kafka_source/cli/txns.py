@@ -54,7 +54,7 @@ import sys
 import time
 from typing import Any
 
-from ..wire.hanging import Hanging, find_hanging
+from ..wire.hanging import Verdict, find_hanging
 from . import _common as c
 from ._scan import partitions_of, scan_headers
 
@@ -154,8 +154,9 @@ def run(args: argparse.Namespace) -> int:
                              for pid, t in sorted(scan.open.items())],
                 })
             opened = [(p["topic"], p["partition"]) for p in doc["partitions"] if p["open"]]
-            doc["hanging"] = [_hanging_json(h, config) for h in
-                              find_hanging(wire, opened, names=pid_names) or []] if opened else []
+            search = find_hanging(wire, opened, names=pid_names) if opened else None
+            doc["hanging"] = [_hanging_json(h, config) for h in search.hanging] \
+                if search else []
     doc["open_transactions"] = sum(len(p["open"]) for p in doc["partitions"])
     doc.setdefault("hanging", [])
     doc["hanging_transactions"] = len(doc["hanging"])
@@ -167,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     return c.EXIT_OK if doc["ok"] else c.EXIT_PROBLEM
 
 
-def _hanging_json(h: Hanging, config: Any) -> dict[str, Any]:
+def _hanging_json(h: Verdict, config: Any) -> dict[str, Any]:
     p = h.producer
     return {"topic": p.topic, "partition": p.partition, "producer_id": p.producer_id,
             "producer_epoch": p.producer_epoch, "transactional_id": h.transactional_id,

@@ -62,12 +62,20 @@ def no_verification(bootstrap: str) -> Iterator[None]:
             _set_cluster_default(wire, VERIFICATION, None)
 
 
+#: The stray records' timestamps are this old: Kafka's ``lastTimestamp`` for the producer
+#: there (the batch's largest timestamp) is then older than the maximum transaction timeout
+#: (15 minutes by default), as find-hanging requires of a hanging transaction, without the
+#: test waiting 15 minutes.
+IDLE_MS = 20 * 60_000
+
+
 def _stray_append(wire: KafkaWire, writer: TaskWriter, topic: str, partition: int,
                   values: list[bytes]) -> tuple[int, dict]:
     """Records of ``writer``'s open transaction appended to ``partition`` with no
-    AddPartitionsToTxn: (base offset, or -1, and the errors of the last answer)."""
+    AddPartitionsToTxn, stamped :data:`IDLE_MS` ago: (base offset, or -1, and the errors of
+    the last answer)."""
     assert writer.producer is not None and writer.transactional_id is not None
-    batch = encode_batch([None] * len(values), values, int(time.time() * 1000),
+    batch = encode_batch([None] * len(values), values, int(time.time() * 1000) - IDLE_MS,
                          producer_id=writer.producer.producer_id,
                          producer_epoch=writer.producer.epoch, base_sequence=0,
                          transactional=True)

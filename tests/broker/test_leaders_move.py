@@ -269,3 +269,56 @@ def test_a_query_starts_while_one_broker_of_three_is_down(kafka: KafkaCluster, u
                         for v in pv.committed_values)
     assert committed == Counter(vals("t0") + vals("t1"))
     assert_no_open_transactions(bootstrap, out)
+
+
+def test_recovery_reads_again_a_partition_whose_leader_is_dead(
+        kafka: KafkaCluster, unique: str, tmp_path, faults, caplog) -> None:  # noqa: ANN001
+    """A driver died with a recovery transaction recorded and not yet ended (task 1's decided
+    transaction was fenced, its records copied). The restarted driver ends the copy; as
+    the EndTxn is answered, the leader of the partition being recovered is killed, so the
+    read of the copy's outcome that follows meets a dead leader (the cluster names it until
+    it fences the node, 4 s later). Before, that first failed read failed the restart
+    (EOSKAFKA_TRANSACTION_OUTCOME_UNKNOWN, the decision kept); now it is read again, the
+    leaders looked up anew, until ``kafka.default.api.timeout.ms`` (the live commit's
+    confirmation and roll-forward read through the same retry): the restart finishes the
+    batch, every record once."""
+    import logging
+
+    from tests.sink_harness import (
+        Background,
+        Harness,
+        assert_once_on_kafka,
+        await_path,
+        lose_task_1,
+        vals,
+    )
+
+    bootstrap = kafka.bootstrap_servers
+    _create(bootstrap, unique, 2)
+    leaders = _leaders(bootstrap, unique)
+    with _wire(bootstrap) as wire:  # the copy's coordinator on a node that leads neither
+        # partition: a dead coordinator would hold the EndTxn until the leader had moved too
+        prefix = next(p for p in (f"{unique}-{i}" for i in range(50))
+                      if find_coordinator(wire, f"{p}-recovery") not in leaders.values())
+    sink = Harness(bootstrap, unique, prefix, tmp_path / "ckpt")
+    sink.driver.prepare(new_run=True)
+    lose_task_1(sink, faults, tmp_path, then="recover.after_record=raise")
+    lost = sink.log.get(0) if sink.log else None
+    assert lost is not None and lost.recovery, "the copy is recorded, not yet ended"
+    (partition,) = {p for _, p, _ in lost.recovery[-1].partitions}
+    caplog.set_level(logging.INFO, logger="eos_kafka_source")
+    gate = tmp_path / "answered"
+    faults(f"endtxn.commit.answered=block:{gate}@{tmp_path / 'once'}")
+    restarted = Harness(bootstrap, unique, prefix, tmp_path / "ckpt")
+    preparing = Background(lambda: restarted.driver.prepare(new_run=True))
+    await_path(gate.with_suffix(".started"))
+    kafka.stop_node(leaders[partition], kill=True)
+    gate.with_suffix(".release").touch()
+    assert preparing.outcome(timeout_s=120) is None
+    faults("")
+    assert any("the log could not be read" in r.getMessage() for r in caplog.records)
+    done = restarted.log.get(0) if restarted.log else None
+    assert done is not None and done.done
+    restarted.driver.commit(0, [restarted.task(p, vals(f"b0t{p}")) for p in range(2)],
+                            tasks=2)  # the replay: aborted
+    assert_once_on_kafka(restarted, Counter(vals("b0t0") + vals("b0t1")))

@@ -150,21 +150,30 @@ def test_a_crash_during_recovery_is_finished_by_the_next_run(
 
 
 def test_a_dropped_connection_while_reading_the_log_is_not_a_final_loss(
-        sink: Harness, faults) -> None:
+        sink: Harness, faults, tmp_path) -> None:  # noqa: ANN001
     """Finding 6: a failed read of the lost transaction's records became records=None, no
-    match, and a final loss. Now the recovery raises (outcome unknown), the decision stays
-    unfinished, and the next run copies the records."""
+    match, and a final loss. Now a read that fails is read again (the copy cut short is
+    aborted, never recorded) until ``kafka.default.api.timeout.ms``: a connection dropped
+    once costs nothing; one that keeps dropping past that deadline raises (outcome
+    unknown), the decision stays unfinished, and the next run copies the records."""
+    from eos_kafka_source.client.config import ClientConfig
+
     handoffs = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
     _crash_between_endtxns(sink, handoffs, faults)
     _fence(sink, 1)
     faults("recover.during_read=drop")
+    short = _restart(sink)
+    short.cfg = ClientConfig.from_options({"kafka.bootstrap.servers": sink.bootstrap,
+                                           "kafka.default.api.timeout.ms": "2000"})
     with pytest.raises(TransactionOutcomeUnknownError, match="could not read"):
-        _restart(sink).driver.prepare(new_run=True)
-    faults("")
+        short.driver.prepare(new_run=True)
     decision = sink.log.get(0)
     assert decision is not None and decision.state is State.DECIDED
+    faults(f"recover.during_read=drop@{tmp_path / 'once'}")
     restarted = _restart(sink)
-    restarted.driver.prepare(new_run=True)
+    restarted.driver.prepare(new_run=True)  # dropped once, read again
+    assert (tmp_path / "once").exists()
+    faults("")
     assert_once_on_kafka(restarted, Counter(vals("b0t0") + vals("b0t1")))
 
 

@@ -31,14 +31,12 @@ from ...wire.txn_outcome import Place, lists_aborted_transactions, txn_outcomes
 from ..handoff import TxnHandoff
 from ..recall import TOPICS
 from .committer import FinishReport
-from .txn_log import LogOutcome, read_transaction
+from .txn_log import LogOutcome, read_log
 
 log = logging.getLogger(__name__)
 
 #: Seconds the Fetch path waits for markers before the marker scan takes over.
 FAST_WAIT_S = 2.0
-#: Backoff between marker scans of a log that could not be read (first, most).
-_RETRY_S = (0.2, 2.0)
 
 
 def confirm(wire: KafkaWire, report: FinishReport, *, deadline_s: float) -> None:
@@ -130,27 +128,13 @@ def _lost(report: FinishReport, handoff: TxnHandoff, why: str, *, partly: bool) 
 def _from_markers(wire: KafkaWire, report: FinishReport, handoff: TxnHandoff,
                   deadline: float) -> bool:
     """The marker scan (Tansu, a failed Fetch, a marker still missing, an older hand-off);
-    True when it stays done.
-
-    A log that cannot be read now (a leader killed a moment ago, its partition not yet
-    moved) is read again until ``kafka.default.api.timeout.ms`` has passed: a leader moves
-    within seconds, and failing the commit at once would fail the query for it."""
-    retry_until = min(deadline, time.monotonic() + wire.config.api_timeout_s)
-    pause = _RETRY_S[0]
-    while True:
-        try:
-            found = read_transaction(wire, handoff, strict=True,
-                                     deadline_s=max(deadline - time.monotonic(), 1.0))
-            break
-        except TransactionOutcomeUnknownError as exc:
-            if time.monotonic() + pause >= retry_until:
-                report.unknown.append((handoff, f"EndTxn answered NONE; {exc}"))
-                return False
-            log.info("eoskafka: %s: the log could not be read (%s); reading it again",
-                     handoff.transactional_id, exc)
-            wire.close()  # the next read looks the leaders up again
-            time.sleep(pause)
-            pause = min(pause * 2, _RETRY_S[1])
+    True when it stays done. A log that cannot be read now is read again
+    (:func:`.txn_log.read_log`)."""
+    try:
+        found = read_log(wire, handoff, deadline_s=max(deadline - time.monotonic(), 1.0))
+    except TransactionOutcomeUnknownError as exc:
+        report.unknown.append((handoff, f"EndTxn answered NONE; {exc}"))
+        return False
     said = f"EndTxn answered NONE, but the log: {found.why}"
     if found.aborted:
         _lost(report, handoff, said, partly=len(found.aborted) < len(found.partitions))

@@ -24,6 +24,7 @@ Runs on: the driver (planning worker's roll-forward, commit and abort workers).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ from ...errors import TransactionOutcomeUnknownError
 from ...wire import KafkaWire
 from ..handoff import TxnHandoff
 from ..naming import TransactionalIdFactory
-from .txn_log import read_transaction
+from .txn_log import read_log
 
 
 def recovery_id(ids: TransactionalIdFactory) -> str:
@@ -93,9 +94,8 @@ def read_lost(wire: KafkaWire, lost: list[TxnHandoff], *, deadline_s: float,
               fetch_bytes: int = 8 << 20) -> CopyPlan:
     """The aborted partitions of ``lost`` transactions, checked against their counts (batch
     headers only: no record is held). Raises :class:`TransactionOutcomeUnknownError` when a
-    log cannot be read now or a partition has no marker yet: the caller keeps its decision
-    and tries again later."""
-    import time
+    log stays unreadable past ``kafka.default.api.timeout.ms`` (:func:`.txn_log.read_log`)
+    or a partition has no marker yet: the caller keeps its decision and tries again later."""
 
     plan = CopyPlan()
     deadline = time.monotonic() + deadline_s
@@ -109,8 +109,8 @@ def read_lost(wire: KafkaWire, lost: list[TxnHandoff], *, deadline_s: float,
                 "where they are in the log (written by a development build before 0.1.0)"
                 for (t, p), n in sorted(counts.items())]
             continue
-        found = read_transaction(wire, handoff, strict=True, fetch_bytes=fetch_bytes,
-                                 deadline_s=max(deadline - time.monotonic(), 1.0))
+        found = read_log(wire, handoff, fetch_bytes=fetch_bytes,
+                         deadline_s=max(deadline - time.monotonic(), 1.0))
         if found.pending:  # (a partition gone with its marker, the transaction over, is not)
             raise TransactionOutcomeUnknownError(
                 f"{handoff.describe()}: {found.why}: its outcome is not in the log yet; the "

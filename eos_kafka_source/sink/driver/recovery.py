@@ -14,9 +14,11 @@ ones. Each durable step is a fault point (invariant 14): ``recover.after_write``
 ``recover.after_record``, ``recover.after_part``, ``recover.before_done``.
 
 What the log no longer holds (retention, compaction) is lost: the batch is marked done with
-those partitions named, and the caller reports it once. A log that cannot be read now, or an
-unknown EndTxn outcome, raises and keeps the decision unfinished: a failed read taken for
-an empty one would make a loss final that a later read could still copy.
+those partitions named, and the caller reports it once. A log that cannot be read now is
+read again until ``kafka.default.api.timeout.ms`` has passed (:func:`.txn_log.read_again`);
+still unreadable then, or an unknown EndTxn outcome, raises and keeps the decision
+unfinished: a failed read taken for an empty one would make a loss final that a later read
+could still copy.
 Runs on: the driver (planning worker's roll-forward, commit and abort workers).
 """
 
@@ -48,7 +50,7 @@ from .log_copy import (
     read_lost,
     txn_key,
 )
-from .txn_log import read_transaction
+from .txn_log import read_again, read_log
 
 log = logging.getLogger(__name__)
 
@@ -156,10 +158,15 @@ class Recovery:
     def _write(self, wire: KafkaWire, decision: Decision, todo: list[Segment],
                limits: CopyLimits, plan: CopyPlan | None = None,
                lost: list[TxnHandoff] | None = None) -> TxnHandoff:
-        """The next recovery transaction, written and left open (not yet recorded)."""
-        handoff, copied, _ = write_part(
-            wire, self.ids, todo, limits=limits, timeout_ms=self.timeout_ms,
-            deadline_s=self.deadline_s, lineage=decision.lineage, batch_id=decision.batch_id)
+        """The next recovery transaction, written and left open (not yet recorded); a log
+        that cannot be read now is read again (a copy cut short is aborted, never recorded)."""
+        handoff, copied, _ = read_again(wire, f"batch {decision.batch_id}'s copy", lambda left:
+                                        write_part(wire, self.ids, todo, limits=limits,
+                                                   timeout_ms=self.timeout_ms,
+                                                   deadline_s=max(left, 1.0),
+                                                   lineage=decision.lineage,
+                                                   batch_id=decision.batch_id),
+                                        deadline_s=self.deadline_s)
         fault_point("recover.after_write")
         return replace(handoff, extra=describe_copy(copied, plan, lost))
 
@@ -181,8 +188,8 @@ class Recovery:
         for h in recovery:
             key = txn_key(h)
             if key not in outcomes and h.open:
-                found = read_transaction(wire, h, strict=True, fetch_bytes=limits.fetch_bytes,
-                                         deadline_s=max(deadline - time.monotonic(), 1.0))
+                found = read_log(wire, h, fetch_bytes=limits.fetch_bytes,
+                                 deadline_s=max(deadline - time.monotonic(), 1.0))
                 if found.pending:
                     transition(State.RECOVERING, Event.UNKNOWN)
                     raise TransactionOutcomeUnknownError(

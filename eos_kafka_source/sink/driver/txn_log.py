@@ -15,15 +15,21 @@ deleted (retention, DeleteRecords, compaction) once the transaction is over ther
 committed or aborted, the log no longer tells; while it may still be open: not known.
 
 The same scan gives the records an aborted partition holds, which recovery copies
-(invariant 10, :mod:`.recovery`).
+(invariant 10, :mod:`.recovery`). Every driver path that decides from the log (the live
+commit's confirmation, roll-forward, recovery's plan and its copies' outcomes) reads it
+through :func:`read_log`: a log that cannot be read now (a leader killed a moment ago, its
+partition not yet moved) is read again until ``kafka.default.api.timeout.ms`` has passed.
 Runs on: the driver (commit worker, planning worker's roll-forward).
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from kafka.record import MemoryRecords
 
@@ -33,8 +39,12 @@ from ...records import control_is_commit
 from ...wire import Bounds, KafkaWire, LogCursor, fetch_bounds
 from ...wire.admin_txns import coordinator_may_hold
 from ...wire.cluster import fresh_leaders
+from ...wire.retry import Deadline
 from ..handoff import TxnHandoff
 from .hanging_txns import end_hanging
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _MARKER_WAIT_S = (0.05, 1.0)  # markers land a moment after EndTxn answers (Kafka)
 #: A marker still missing this long (s) is asked about (hanging.py), then again every so often.
@@ -142,10 +152,43 @@ def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = Fa
             return found
         if time.monotonic() >= check_at:
             check_at = time.monotonic() + _HANGING_CHECK_S[1]
-            if end_hanging(wire, handoff, found.pending):
+            if end_hanging(wire, handoff, [(p.topic, p.partition, p.first)
+                                           for p in found.pending]):
                 continue  # an ABORT marker now: read again at once
         time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
         pause = min(pause * 2, _MARKER_WAIT_S[1])
+
+
+def read_log(wire: KafkaWire, handoff: TxnHandoff, *, deadline_s: float,
+             records: bool = False, fetch_bytes: int = 8 << 20) -> TxnInLog:
+    """:func:`read_transaction` (``strict``) for a path that decides from the log, read
+    again while the log cannot be read now (:func:`read_again`)."""
+    return read_again(wire, handoff.transactional_id, lambda left: read_transaction(
+        wire, handoff, strict=True, records=records, fetch_bytes=fetch_bytes,
+        deadline_s=max(left, 1.0)), deadline_s=deadline_s)
+
+
+def read_again(wire: KafkaWire, what: str, read: Callable[[float], T], *,
+               deadline_s: float) -> T:
+    """``read(seconds_left)``, again while it raises :class:`TransactionOutcomeUnknownError`
+    (a log that cannot be read now), the leaders looked up anew each time, until
+    ``kafka.default.api.timeout.ms`` or ``deadline_s`` has passed, whichever comes first;
+    then that error (the decision is kept). A leader moves within seconds: failing at the
+    first unreadable read would fail the query for it."""
+    deadline = Deadline(deadline_s)
+    retry = Deadline(min(deadline_s, wire.config.api_timeout_s))
+    attempt = 0
+    while True:
+        try:
+            return read(deadline.left())
+        except TransactionOutcomeUnknownError as exc:
+            if retry.left() <= 0:
+                raise
+            log.info("eoskafka: %s: the log could not be read (%s); reading it again",
+                     what, exc)
+            wire.close()  # the next read looks the leaders up again
+            retry.backoff(attempt)
+            attempt += 1
 
 
 def _scan(wire: KafkaWire, handoff: TxnHandoff, firsts: dict[tuple[str, int], int],

@@ -11,7 +11,8 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 .PHONY: setup kafka-jars registry-app test test-tansu test-tansu-all test-kafka test-kafka-faults \
 	test-kafka-faults-broker test-kafka-faults-spark test-kafka39 test-fast test-faults lint demo \
 	demo-docker availability bench bench-setup bench-latency bench-scale bench-longrun bench-connector bench-formats contrast chaos \
-	chaos-operator failover sweep explore explore-ci smoke-spark smoke-spark-deps smoke-spark40 kerberos-deps clean
+	chaos-operator failover sweep explore explore-ci smoke-spark smoke-spark-deps smoke-spark40 kerberos-deps \
+	release clean
 
 setup: $(STAMP)
 
@@ -350,6 +351,16 @@ smoke-spark:
 ## Kept for scripts that call it: the smoke set on 4.0 only.
 smoke-spark40:
 	$(MAKE) smoke-spark SMOKE_SPARK=4.0
+
+## A release, checked as a newcomer meets it; nothing is uploaded (tests/deploy/release.py):
+## README's build block (`pip install build && python -m build`) in a clone of the checkout
+## and a throwaway venv, `twine check --strict`, the wheel's version against
+## eos_kafka_source.__version__; README's wheel install line (only the extras it names) in
+## a fresh venv, `eoskafka --version`; README's quick start, verbatim, on the embedded
+## broker. Leaves the sdist and wheel in dist/. CI runs the same steps as
+## tests/deploy/test_wheel.py (make test-tansu), which also reruns the quick start.
+release: setup
+	$(PY) -m tests.deploy.release
 
 clean:
 	rm -rf $(VENV) .venv-spark* build dist *.egg-info .pytest_cache

@@ -20,6 +20,9 @@ _FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)")
 RUN = {
     ("README.md", "# quickstart.py: copy a Kafka topic exactly once with Spark, from nothing."):
         "tests/deploy/test_wheel.py::test_readme_quick_start_runs_as_written",
+    ("README.md", "# in the clone: dist/eoskafka-<version>-py3-none-any.whl and "
+                  "dist/eoskafka-<version>.tar.gz"):
+        "tests/deploy/test_wheel.py::test_readme_quick_start_runs_as_written",
     ("README.md", 'df = (spark.readStream.format("eoskafka")'):
         "tests/spark/test_docs_snippets.py::test_readme_read_and_write",
     ("README.md", "import eos_kafka_source"):

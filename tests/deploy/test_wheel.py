@@ -1,10 +1,12 @@
 """The package as users get it: a built wheel in a fresh venv, not this editable checkout.
 
-Builds the sdist and wheel (``python -m build``), checks their metadata
-(``twine check`` and the fields a release needs), installs the wheel alone into a
-new virtual environment and runs ``format("eoskafka")`` with no ``register()``
-call, in local mode and on a Spark standalone cluster (executors are separate
-JVMs whose Python workers must import eoskafka from that venv, not from here).
+Every step of ``make release`` (tests/deploy/release.py), as a newcomer meets them: the
+sdist and wheel built by README's own build block in a clone and a throwaway venv, checked
+(``twine check`` and the fields a release needs); the wheel alone in a new virtual
+environment, running ``format("eoskafka")`` with no ``register()`` call, in local mode and
+on a Spark standalone cluster (executors are separate JVMs whose Python workers must import
+eoskafka from that venv, not from here); then README's install line (only the extras it
+names) and its quick start, verbatim, on the embedded broker and twice on one broker.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import email
 import json
 import subprocess
-import sys
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from eos_kafka_source.broker import free_port
+from eos_kafka_source.broker import EmbeddedBroker, free_port
 from tests.chaos.cluster import SparkCluster
+from tests.deploy import release
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, committed_values
 
@@ -33,9 +35,16 @@ JOB = Path(__file__).with_name("wheel_job.py")
 
 @dataclass(frozen=True)
 class Installed:
-    dist: Path
-    wheel: Path
+    built: release.Built
     venv: Path
+
+    @property
+    def dist(self) -> Path:
+        return self.built.dist
+
+    @property
+    def wheel(self) -> Path:
+        return self.built.wheel
 
     @property
     def python(self) -> str:
@@ -53,21 +62,20 @@ def _ok(proc: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    """README's build block in a clone (twine-checked, the version agreed), then the wheel
+    alone, no extras, in a fresh venv."""
     work = tmp_path_factory.mktemp("wheel")
-    dist = work / "dist"
-    _ok(_run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(dist),
-              str(ROOT)]))
-    (wheel,) = dist.glob("eoskafka-*.whl")
-    venv = work / "venv"
-    _ok(_run([sys.executable, "-m", "venv", str(venv)]))
-    _ok(_run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)]))
-    yield Installed(dist, wheel, venv)
+    built = release.build(work)
+    venv = release.venv(work / "venv").parent
+    _ok(_run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(built.wheel)]))
+    yield Installed(built, venv)
 
 
-def test_release_metadata_passes_twine_check(installed: Installed) -> None:
-    out = _ok(_run([sys.executable, "-m", "twine", "check", "--strict",
-                    *map(str, sorted(installed.dist.iterdir()))]))
-    assert out.count("PASSED") == 2, out
+def test_release_metadata(installed: Installed) -> None:
+    """The fields a release needs (twine's check and the version: release.build)."""
+    import eos_kafka_source
+
+    assert installed.built.version == eos_kafka_source.__version__
     with zipfile.ZipFile(installed.wheel) as whl:
         names = whl.namelist()
         meta = email.message_from_bytes(whl.read(next(n for n in names
@@ -120,18 +128,20 @@ def test_plain_wheel_format_eoskafka_without_register(
 
 
 def test_readme_quick_start_runs_as_written(installed: Installed, tmp_path: Path) -> None:
-    """README's quick start, verbatim, as a newcomer runs it: the wheel with its [broker]
-    extra in a fresh venv, no broker, no topics, no session, nothing else set up."""
-    from tests import doc_blocks
-
-    _ok(_run([installed.python, "-m", "pip", "install", "-q",
-              f"{installed.wheel}[broker]"]))
-    script = tmp_path / "quickstart.py"
-    script.write_text(doc_blocks.block(
-        "README.md", "# quickstart.py: copy a Kafka topic exactly once with Spark, from nothing."
-    ).text)
-    out = _ok(_run([installed.python, str(script)], cwd=tmp_path,
-                   env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}))
-    rows = [line.split("|")[1:3] for line in out.splitlines() if line.startswith("|")]
-    assert [[c.strip() for c in r] for r in rows] == [
-        ["key", "value"], ["alpha", "ALPHA"], ["beta", "BETA"], ["gamma", "GAMMA"]], out
+    """README's install line for the wheel (only the extras it names, those of the quick
+    start's own install line; ``eoskafka --version`` agrees), then its quick start verbatim,
+    as a newcomer runs it: no broker, no topics, no session, nothing else set up. Then
+    twice on one broker (BOOTSTRAP=...), as README says a rerun behaves: the same three
+    lines each time, and three records in the output topic, not six."""
+    release.install_as_readme_says(installed.built, installed.venv / "bin")
+    python = installed.venv / "bin" / "python"
+    assert release.quick_start(python, tmp_path) == release.EXPECTED
+    broker = EmbeddedBroker().start()
+    try:
+        for _ in range(2):
+            assert release.quick_start(python, tmp_path, broker.bootstrap_servers) == \
+                release.EXPECTED
+        assert sorted(committed_values(broker.bootstrap_servers, "events-clean")) == [  # type: ignore[type-var]
+            b"ALPHA", b"BETA", b"GAMMA"]
+    finally:
+        broker.stop()

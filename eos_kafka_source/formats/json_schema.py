@@ -45,35 +45,108 @@ def _parse_timestamp(text: str) -> datetime.datetime:
 
 Convert = Callable[[Any], Any]
 
+_INT64 = (-(2**63), 2**63)
 
-def _converter(arrow: pa.DataType) -> Convert | None:
-    """How a parsed JSON value becomes what ``pa.array`` takes for ``arrow`` (dates and
-    timestamps from their ISO text); None where it takes it as is."""
+
+def _misfit(path: str, value: Any, what: str) -> ValueError:
+    shown = json.dumps(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return ValueError(f"{path or 'the value'} is {shown}, which {what}")
+
+
+def _integer(path: str) -> Convert:
+    def integer(v: Any) -> Any:
+        if type(v) is int and _INT64[0] <= v < _INT64[1]:
+            return v
+        if type(v) is float and v.is_integer() and _INT64[0] <= v < _INT64[1]:
+            return int(v)  # 1.0 is an integer to JSON Schema
+        if type(v) is float:
+            raise _misfit(path, v, "the reader schema's integer cannot hold exactly")
+        if type(v) is int:
+            raise _misfit(path, v, "is past the range of the reader schema's integer (a long)")
+        raise _misfit(path, v, "is not an integer")
+    return integer
+
+
+def _number(path: str) -> Convert:
+    def number(v: Any) -> Any:
+        if type(v) is float or type(v) is int:
+            return v
+        raise _misfit(path, v, "is not a number")
+    return number
+
+
+def _kind(path: str, kind: type, what: str, then: Convert | None = None) -> Convert:
+    def check(v: Any) -> Any:
+        if type(v) is not kind:
+            raise _misfit(path, v, f"is not {what}")
+        return v if then is None else then(v)
+    return check
+
+
+def _converter(arrow: pa.DataType, path: str = "") -> Convert:
+    """How a parsed JSON value becomes what ``pa.array`` takes for ``arrow``, checked by the
+    reader schema's types: a value the type cannot hold exactly (2.7 for an integer, true
+    for a number, a number for a string) raises ValueError naming its path, never
+    converted (as Spark's from_json). Dates and timestamps are parsed from their text."""
+    if pa.types.is_int64(arrow):
+        return _integer(path)
+    if pa.types.is_float64(arrow):
+        return _number(path)
+    if pa.types.is_boolean(arrow):
+        return _kind(path, bool, "a boolean")
+    if pa.types.is_string(arrow):
+        return _kind(path, str, "a string")
     if pa.types.is_timestamp(arrow):
-        return _parse_timestamp
+        return _kind(path, str, "a date-time string", _parse_timestamp)
     if pa.types.is_date(arrow):
-        return datetime.date.fromisoformat
+        return _kind(path, str, "a date string", datetime.date.fromisoformat)
     if pa.types.is_struct(arrow):
-        plan = [(f.name, c) for f in arrow if (c := _converter(f.type)) is not None]
-        if not plan:
-            return None
+        plan = [(f.name, f.nullable, _converter(f.type, f"{path}.{f.name}" if path else f.name))
+                for f in arrow]
 
-        def struct(value: dict[str, Any]) -> dict[str, Any]:
-            value = dict(value)
-            for name, conv in plan:
+        def struct(value: Any) -> dict[str, Any]:
+            if type(value) is not dict:
+                raise _misfit(path, value, "is not an object")
+            out: dict[str, Any] = {}
+            for name, nullable, conv in plan:
                 item = value.get(name)
-                if item is not None:
-                    value[name] = conv(item)
-            return value
+                if item is None:
+                    if not nullable:
+                        raise ValueError(f"{path + '.' if path else ''}{name} is "
+                                         f"{'null' if name in value else 'missing'}, which "
+                                         "the reader schema requires")
+                    out[name] = None
+                else:
+                    out[name] = conv(item)
+            return out
         return struct
-    if pa.types.is_list(arrow) or pa.types.is_map(arrow):
-        inner = _converter(arrow.value_type if pa.types.is_list(arrow) else arrow.item_type)
-        if inner is None:
-            return None
-        if pa.types.is_list(arrow):
-            return lambda items: [None if v is None else inner(v) for v in items]
-        return lambda obj: {k: None if v is None else inner(v) for k, v in obj.items()}
-    return None
+    if pa.types.is_list(arrow):
+        item = _converter(arrow.value_type, f"{path}[]")
+        nullable = arrow.value_field.nullable
+
+        def array(items: Any) -> list[Any]:
+            if type(items) is not list:
+                raise _misfit(path, items, "is not an array")
+            return [_item(v, item, nullable, path) for v in items]
+        return array
+    if pa.types.is_map(arrow):
+        value = _converter(arrow.item_type, f"{path}{{}}")
+        nullable = arrow.item_field.nullable
+
+        def obj(items: Any) -> dict[str, Any]:
+            if type(items) is not dict:
+                raise _misfit(path, items, "is not an object")
+            return {k: _item(v, value, nullable, path) for k, v in items.items()}
+        return obj
+    raise ConfigError(f"the JSON reader has no check for {arrow}")
+
+
+def _item(v: Any, conv: Convert, nullable: bool, path: str) -> Any:
+    if v is None:
+        if not nullable:
+            raise ValueError(f"{path} holds a null, which the reader schema does not allow")
+        return None
+    return conv(v)
 
 
 @dataclass
@@ -86,6 +159,10 @@ class JsonDecoder:
     arrow_type: pa.DataType
     validate: bool = False
     _validators: dict[int, Checker | str] = field(default_factory=dict)
+    _convert: Convert = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._convert = _converter(self.arrow_type)
 
     def _validator_for(self, schema_id: int) -> Checker | str:
         """The writer schema's checker, or why it cannot be had (kept: asked once per id)."""
@@ -141,14 +218,13 @@ class JsonDecoder:
     def _column(self, rows: list[Any], errors: list[str | None]) -> pa.Array:
         """One conversion for the whole column; if it fails, row by row to find the rows
         that do not fit (they become errors)."""
-        convert = _converter(self.arrow_type)
-        if convert is not None:
-            for i, row in enumerate(rows):
-                if row is not None:
-                    try:
-                        rows[i] = convert(row)
-                    except (ValueError, TypeError, AttributeError) as exc:
-                        errors[i], rows[i] = f"it does not fit the reader schema: {exc}", None
+        convert = self._convert
+        for i, row in enumerate(rows):
+            if row is not None:
+                try:
+                    rows[i] = convert(row)
+                except (ValueError, TypeError, AttributeError) as exc:
+                    errors[i], rows[i] = f"it does not fit the reader schema: {exc}", None
         try:
             return pa.array(rows, self.arrow_type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):

@@ -227,3 +227,47 @@ def test_protobuf_reader_message_by_name(spark, bootstrap, schema_registry, uniq
                                                         "address"]
     rows = df.orderBy("offset").collect()
     assert [r.value.asDict(recursive=True) for r in rows] == records
+
+
+def test_json_values_the_reader_schema_cannot_hold_are_refused_not_converted(
+        spark, bootstrap, schema_registry, unique) -> None:
+    """The reader schema (version 1: ``qty`` an integer, ``price`` a number) is fixed at
+    the start; the producer's schema evolved ``qty`` to a number. 2.7 in ``qty`` and
+    ``true`` in ``price`` fail under FAILFAST, as Spark's from_json fails on them, and are
+    null with the reason under PERMISSIVE; the rows the reader's types hold read."""
+    topic = f"{unique}-json-strict"
+    create_topic(bootstrap, topic)
+    client = registry(schema_registry.url)
+    subject = f"{topic}-value"
+    v1 = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Line",
+          "type": "object", "properties": {"qty": {"type": "integer"},
+                                           "price": {"type": "number"}}}
+    v2 = {**v1, "properties": {"qty": {"type": "number"}, "price": {"type": ["number",
+                                                                              "boolean"]}}}
+    client.register_schema(subject, Schema(json.dumps(v1), "JSON"))
+    schema_registry.set_compatibility("NONE", subject)
+    ser = JSONSerializer(json.dumps(v2), client)
+    records = [{"qty": 2, "price": 1.5}, {"qty": 2.7, "price": 1}, {"qty": -0.5, "price": 2.0},
+               {"qty": 1e15 + 0.5, "price": 0.0}, {"qty": 3, "price": True}]
+    write_plain(bootstrap, topic, [ser(r, value_context(topic)) for r in records], partition=0)
+
+    def strict(**options: str):
+        return read(spark, bootstrap, schema_registry.url, topic, valueFormat="json",
+                    valueSchemaVersion="1", **options)
+
+    with pytest.raises(Exception) as info:
+        strict().collect()
+    assert f"{topic}-0 at offset 1" in str(info.value), str(info.value)[:3000]
+    # Spark's own from_json refuses it too
+    with pytest.raises(Exception, match="MALFORMED_RECORD_IN_PARSING"):
+        (spark.read.format("eoskafka").option("kafka.bootstrap.servers", bootstrap)
+         .option("subscribe", topic).load()
+         .select(F.from_json(F.expr("CAST(substring(value, 6) AS STRING)"),
+                             "qty BIGINT, price DOUBLE", {"mode": "FAILFAST"}).alias("v"))
+         .where("offset = 1").collect())
+    rows = strict(mode="PERMISSIVE").orderBy("offset").collect()
+    assert [r.value and r.value.asDict() for r in rows] == [
+        {"qty": 2, "price": 1.5}, None, None, None, None]
+    assert rows[0].valueError is None
+    assert all(r.valueError for r in rows[1:]), [r.valueError for r in rows]
+    assert "qty" in rows[1].valueError and "price" in rows[4].valueError

@@ -135,14 +135,15 @@ def test_malformed_rows_permissive_and_failfast() -> None:
     lookup = DictLookup(schema)
     head = b"\x00\x00\x00\x00\x01"
     rows = [head + b"{", head + b"[1]", head + b'{"id": "x", "customer": "c"}',
-            head + b'{"id": 1, "placed": "2024-01-01T00:00:00"}', b"\x01\x00\x00\x00\x01{}",
+            head + b'{"id": 1, "customer": "c", "placed": "2024-01-01T00:00:00"}',
+            b"\x01\x00\x00\x00\x01{}",
             b"{}", None, head + b'{"id": 2, "customer": "c", "day": "2024-02-03"}']
     got = json_schema.decoder(schema, lookup, mode=PERMISSIVE).decode(
         pa.array(rows, pa.binary()), WHERE)
     errors = got.errors.to_pylist()
     assert "not JSON text" in errors[0]
     assert "is a list, not an object" in errors[1]
-    assert "does not fit the reader schema" in errors[2] and "'x'" in errors[2]
+    assert "does not fit the reader schema" in errors[2] and '"x"' in errors[2]
     assert "has no zone offset" in errors[3]
     assert "first byte is not 0" in errors[4]
     assert "shorter than its 5-byte header" in errors[5]
@@ -275,3 +276,46 @@ def test_fast_check_agrees_and_errors_keep_jsonschemas_words() -> None:
     slow_only = Checker(Resolver(newer, DictLookup(newer)))
     assert slow_only._fast is None
     assert "is not of type 'integer'" in (slow_only.first_error(["x"]) or "")
+
+
+STRICT = {"type": "object", "properties": {
+    "qty": {"type": "integer"}, "price": {"type": "number"}, "ok": {"type": "boolean"},
+    "name": {"type": "string"}, "sizes": {"type": "array", "items": {"type": "integer"}}},
+    "required": ["qty"]}
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    ('{"qty": 2.7}', 'qty is 2.7, which the reader schema\'s integer cannot hold exactly'),
+    ('{"qty": -0.5}', "qty is -0.5"),
+    ('{"qty": 1000000000000000.5}', "qty is 1000000000000000.5"),
+    ('{"qty": 9223372036854775808}', "past the range"),
+    ('{"qty": true}', "qty is true, which is not an integer"),
+    ('{"qty": 1, "price": true}', "price is true, which is not a number"),
+    ('{"qty": 1, "price": "1.5"}', 'price is "1.5", which is not a number'),
+    ('{"qty": 1, "ok": 1}', "ok is 1, which is not a boolean"),
+    ('{"qty": 1, "name": 5}', "name is 5, which is not a string"),
+    ('{"qty": 1, "sizes": [1, 2.5]}', "sizes[] is 2.5"),
+    ('{"price": 1.5}', "qty is missing, which the reader schema requires"),
+    ('{"qty": null}', "qty is null, which the reader schema requires"),
+])
+def test_a_value_the_reader_type_cannot_hold_is_refused_not_converted(body: str,
+                                                                      why: str) -> None:
+    """As Spark's from_json: never truncated, never a boolean read as a number."""
+    schema = _schema(STRICT)
+    payloads = pa.array([b"\x00\x00\x00\x00\x01" + body.encode()], pa.binary())
+    got = json_schema.decoder(schema, DictLookup(schema), mode=PERMISSIVE).decode(
+        payloads, WHERE)
+    assert got.values.to_pylist() == [None]
+    assert why in got.errors[0].as_py()
+    with pytest.raises(PayloadDecodeError, match="t-0 at offset 0"):
+        json_schema.decoder(schema, DictLookup(schema), mode=FAILFAST).decode(payloads, WHERE)
+
+
+def test_values_the_reader_type_holds_exactly_read() -> None:
+    """1.0 is an integer to JSON Schema; an integer is a number."""
+    schema = _schema(STRICT)
+    payloads = pa.array([b"\x00\x00\x00\x00\x01" + b'{"qty": 1.0, "price": 3, "sizes": [2]}'],
+                        pa.binary())
+    got = json_schema.decoder(schema, DictLookup(schema), mode=FAILFAST).decode(payloads, WHERE)
+    assert got.values.to_pylist() == [{"qty": 1, "price": 3.0, "ok": None, "name": None,
+                                       "sizes": [2]}]

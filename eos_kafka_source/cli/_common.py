@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from ..sink.decisions.log import DecisionLog
     from ..wire import KafkaWire
 
-#: Exit codes of every command.
-EXIT_OK, EXIT_PROBLEM, EXIT_ERROR = 0, 1, 2
+#: Exit codes of every command; EXIT_INCOMPLETE: nothing found, but some of what the command
+#: checks could not be asked (a broker down), and is named.
+EXIT_OK, EXIT_PROBLEM, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 3
 #: Version of the ``--json`` documents; bumped only when a field changes meaning or goes away.
 JSON_VERSION = 1
 ENV_BOOTSTRAP = "EOSKAFKA_BOOTSTRAP"

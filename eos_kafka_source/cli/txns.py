@@ -1,12 +1,16 @@
 """``eoskafka txns``: a sink's decision log, its id pool, and the open transactions on its topics.
 
 Exit code 1 when a decided batch is not done (its transactions may not all be
-committed), a partition holds an open transaction (records with no marker), or the
-decision log records a loss; 0 otherwise; 2 on a usage or connection error. A running
-query always has young open transactions and, for milliseconds, an undone batch:
-``--max-open-age S`` counts only those older than S seconds (for alerting on a running
-query, docs/operations.md "What to alert on"); ``--lost-within S`` counts only losses
-decided in the last S seconds (so an alert clears once it has been seen).
+committed), a partition holds an open transaction (records with no marker) or a hanging
+one, or the decision log records a loss; 0 otherwise; 2 on a usage or connection error; 3
+when nothing was found but some partitions could not be asked (a broker down: they are
+named, the others checked). A running query always has young open transactions and, for
+milliseconds, an undone batch: ``--max-open-age S`` counts only those older than S seconds,
+hanging ones too (for alerting on a running query, docs/operations.md "What to alert on");
+``--lost-within S`` counts only losses decided in the last S seconds (so an alert clears
+once it has been seen). Nothing is counted from a moment's view: an undone batch's age is
+its decision's, read with it, and whatever is stale is read again before it counts (a
+batch done since, a transaction whose marker has landed since, are not).
 
 ``--json`` document (field names are stable; new fields may be added)::
 
@@ -39,7 +43,9 @@ decided in the last S seconds (so an alert clears once it has been seen).
                      kafka-transactions.sh find-hanging): [{topic, partition, producer_id,
                      producer_epoch, transactional_id, start_offset, why, command}], command
                      being Kafka's own that ends it
-    hanging_transactions  len(hanging)
+    hanging_transactions  len(hanging); each hanging one has last_write_age_s
+    unasked          what could not be asked (a partition and why); non-empty: exit 3
+                     unless something else makes it 1
     stale_undone     undone batch ids counted against --max-open-age (all without it)
     stale_open_transactions  open transactions counted against --max-open-age (all
                      without it); each open transaction has first_timestamp_ms and age_s
@@ -54,9 +60,12 @@ import sys
 import time
 from typing import Any
 
+from ..errors import EosKafkaError, NotAuthorizedError
+from ..wire import KafkaWire, fetch_bounds, require_topics
 from ..wire.hanging import Verdict, find_hanging
+from ..wire.retry import LOST_NODE
 from . import _common as c
-from ._scan import partitions_of, scan_headers
+from ._scan import PartitionState, scan_headers
 
 HELP = "show a sink's decision log, id pool and open transactions"
 EPILOG = """\
@@ -81,8 +90,9 @@ An open transaction's age counts from its first record's timestamp (its write ti
 unless the written rows carry their own timestamp column); an undone batch's from
 its decision.
 
-exit status: 0 nothing to report, 1 an undone batch, an open transaction (older than
---max-open-age when given) or a recorded loss (within --lost-within when given), 2 error
+exit status: 0 nothing to report, 1 an undone batch, an open or hanging transaction
+(older than --max-open-age when given) or a recorded loss (within --lost-within when
+given), 2 error, 3 incomplete (partitions that could not be asked are named)
 """
 _SHOWN = 8  # fenced epochs listed in the text output
 
@@ -115,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
                            "batches": [], "undone": []}
     pid_names: dict[int, str] = {}
     topics = list(dict.fromkeys(args.topic))
+    decided_at: dict[int, float] = {}
+    log = None
     if args.checkpoint:
         log = c.open_decision_log(args.checkpoint)
         doc["decision_log"] = log.location
@@ -136,58 +148,131 @@ def run(args: argparse.Namespace) -> int:
         # the next start rolls them forward.
         unfinished = log.unfinished()
         doc["undone"] = sorted({d.batch_id for d in unfinished})
+        decided_at = {d.batch_id: d.decided_at for d in unfinished if d.decided_at}
         doc["lineage"] = log.lineage or None
         doc["undone_lineages"] = sorted({d.lineage for d in unfinished})
-    doc["topics"], doc["partitions"] = [], []
+    doc["topics"], doc["partitions"], doc["unasked"] = [], [], []
     if config is not None and topics:
         doc["topics"] = topics
         with c.connect(config) as wire:
-            for part in partitions_of(wire, topics):
-                b = part.bounds
-                scan = scan_headers(wire, part, b.last_stable, b.high_watermark)
-                doc["partitions"].append({
-                    "topic": part.topic, "partition": part.partition,
-                    "log_start": b.log_start, "last_stable": b.last_stable,
-                    "high_watermark": b.high_watermark,
-                    "lso_lag": b.high_watermark - b.last_stable,
-                    "open": [t.to_json(pid_names.get(pid), now)
-                             for pid, t in sorted(scan.open.items())],
-                })
-            opened = [(p["topic"], p["partition"]) for p in doc["partitions"] if p["open"]]
-            search = find_hanging(wire, opened, names=pid_names) if opened else None
-            doc["hanging"] = [_hanging_json(h, config) for h in search.hanging] \
-                if search else []
+            _check_topics(wire, doc, topics, pid_names, now)
+            _read_again(wire, doc, args.max_open_age, now)
+    if log is not None and doc["undone"]:
+        # An undone batch counts only while it is still undone when read again.
+        still = {d.batch_id for d in log.unfinished()}
+        doc["undone_now"] = [b for b in doc["undone"] if b in still]
     doc["open_transactions"] = sum(len(p["open"]) for p in doc["partitions"])
     doc.setdefault("hanging", [])
-    doc["hanging_transactions"] = len(doc["hanging"])
-    _judge(doc, now, max_open_age=args.max_open_age, lost_within=args.lost_within)
+    _judge(doc, now, decided_at, max_open_age=args.max_open_age, lost_within=args.lost_within)
+    doc.pop("undone_now", None)
     if args.json:
         c.emit_json(doc)
     else:
         _print(doc, broker_checked=config is not None)
-    return c.EXIT_OK if doc["ok"] else c.EXIT_PROBLEM
+    if not doc["ok"]:
+        return c.EXIT_PROBLEM
+    return c.EXIT_INCOMPLETE if doc["unasked"] else c.EXIT_OK
 
 
-def _hanging_json(h: Verdict, config: Any) -> dict[str, Any]:
+def _check_topics(wire: KafkaWire, doc: dict[str, Any], topics: list[str],
+                  pid_names: dict[int, str], now: float) -> None:
+    """Each partition's bounds and open transactions, then the hanging ones; a partition
+    whose leader cannot be asked is named in ``unasked`` and the others go on."""
+    for part in _partitions(wire, topics, doc["unasked"]):
+        b = part.bounds
+        try:
+            scan = scan_headers(wire, part, b.last_stable, b.high_watermark)
+        except NotAuthorizedError:
+            raise
+        except (EosKafkaError, *LOST_NODE) as exc:
+            doc["unasked"].append(f"{part.topic}-{part.partition}: its log could not be read "
+                                  f"({exc})")
+            continue
+        doc["partitions"].append({
+            "topic": part.topic, "partition": part.partition,
+            "log_start": b.log_start, "last_stable": b.last_stable,
+            "high_watermark": b.high_watermark,
+            "lso_lag": b.high_watermark - b.last_stable,
+            "open": [t.to_json(pid_names.get(pid), now) for pid, t in sorted(scan.open.items())],
+        })
+    opened = [(p["topic"], p["partition"]) for p in doc["partitions"] if p["open"]]
+    search = find_hanging(wire, opened, names=pid_names) if opened else None
+    doc["hanging"] = [_hanging_json(h, wire.config, now) for h in search.hanging] \
+        if search else []
+    doc["unasked"] += search.unasked if search else []
+
+
+def _partitions(wire: KafkaWire, topics: list[str], unasked: list[str]) -> list[PartitionState]:
+    """Every partition of ``topics`` with its leader and Fetch bounds, one leader at a time: a
+    partition without a leader, or whose leader cannot be asked, goes to ``unasked``."""
+    info = require_topics(wire, topics)
+    by_leader: dict[int, list[tuple[str, int]]] = {}
+    for t in topics:
+        for p, leader in sorted(info[t].leaders.items()):
+            by_leader.setdefault(leader, []).append((t, p))
+    out: list[PartitionState] = []
+    for leader, tps in sorted(by_leader.items()):
+        if leader < 0:
+            unasked += [f"{t}-{p}: no leader" for t, p in tps]
+            continue
+        try:
+            bounds = fetch_bounds(wire, dict.fromkeys(tps, leader))
+        except NotAuthorizedError:
+            raise
+        except (EosKafkaError, *LOST_NODE) as exc:
+            unasked += [f"{t}-{p}: its leader (broker {leader}) could not be asked ({exc})"
+                        for t, p in tps]
+            continue
+        out += [PartitionState(t, p, leader, bounds[(t, p)]) for t, p in tps]
+    return sorted(out, key=lambda s: s.tp)
+
+
+def _read_again(wire: KafkaWire, doc: dict[str, Any], max_open_age: float | None,
+                now: float) -> None:
+    """Open transactions that would count, read again: one whose partition's last stable
+    offset has since moved past its first offset has its marker now (a commit whose markers
+    were in flight) and is marked ``ended_since``, not counted."""
+    stale = [(p, o) for p in doc["partitions"] for o in p["open"]
+             if max_open_age is None or o["age_s"] is None or o["age_s"] > max_open_age]
+    if not stale:
+        return
+    tps = sorted({(p["topic"], p["partition"]) for p, _ in stale})
+    fresh: dict[tuple[str, int], int] = {}
+    for part in _partitions(wire, sorted({t for t, _ in tps}), []):
+        if part.tp in tps:
+            fresh[part.tp] = part.bounds.last_stable
+    for p, o in stale:
+        lso = fresh.get((p["topic"], p["partition"]))
+        if lso is not None and lso > o["first_offset"]:
+            o["ended_since"] = True
+
+
+def _hanging_json(h: Verdict, config: Any, now: float) -> dict[str, Any]:
     p = h.producer
     return {"topic": p.topic, "partition": p.partition, "producer_id": p.producer_id,
             "producer_epoch": p.producer_epoch, "transactional_id": h.transactional_id,
             "start_offset": p.start_offset, "why": h.why,
+            "last_write_age_s": round(max(0.0, now - p.last_timestamp_ms / 1000), 3),
             "command": h.command(",".join(config.bootstrap_servers))}
 
 
-def _judge(doc: dict[str, Any], now: float, *, max_open_age: float | None,
-           lost_within: float | None) -> None:
+def _judge(doc: dict[str, Any], now: float, decided_at: dict[int, float], *,
+           max_open_age: float | None, lost_within: float | None) -> None:
     """Fill the fields the exit code follows: what is stale, what was lost, ``ok``."""
-    decided = {b["batch_id"]: b["decided_at"] for b in doc["batches"]}
+    decided = {b["batch_id"]: b["decided_at"] for b in doc["batches"]} | decided_at
+    still = set(doc.get("undone_now", doc["undone"]))
 
-    def old(since: float | None) -> bool:  # unknown age counts: better a false alarm
-        return max_open_age is None or since is None or now - since > max_open_age
+    def old(age: float | None) -> bool:  # an unknown age counts: better a false alarm
+        return max_open_age is None or age is None or age > max_open_age
 
-    doc["stale_undone"] = [b for b in doc["undone"] if old(decided.get(b))]
+    doc["stale_undone"] = [
+        b for b in doc["undone"] if b in still
+        and old(None if decided.get(b) is None else now - decided[b])]
     doc["stale_open_transactions"] = sum(
         1 for p in doc["partitions"] for o in p["open"]
-        if max_open_age is None or o["age_s"] is None or o["age_s"] > max_open_age)
+        if old(o["age_s"]) and not o.get("ended_since"))
+    doc["hanging"] = [h for h in doc["hanging"] if old(h["last_write_age_s"])]
+    doc["hanging_transactions"] = len(doc["hanging"])
     doc["lost_batches"] = [
         b["batch_id"] for b in doc["batches"]
         if (b["lost"] or b["decision_state"] == "lost")
@@ -280,7 +365,12 @@ def _print(doc: dict[str, Any], *, broker_checked: bool) -> None:
                   f"{h['producer_epoch']} ({h['transactional_id'] or 'no transactional id'}), "
                   f"open from offset {h['start_offset']}: {h['why']}. End it with:\n"
                   f"  {h['command']}\n")
-    if doc["ok"]:
+    for entry in doc["unasked"]:
+        out.write(f"\nNOT ASKED {entry}\n")
+    if doc["ok"] and doc["unasked"]:
+        out.write(f"\nINCOMPLETE: {len(doc['unasked'])} partition(s) or broker(s) could not be "
+                  "asked (named above); nothing to report in the rest\n")
+    elif doc["ok"]:
         young = doc["open_transactions"] + len(doc["undone"])
         out.write("\nOK: " + (f"{young} open transaction(s) or undone batch(es), none older "
                                "than --max-open-age; no recent loss" if young else

@@ -322,3 +322,43 @@ def test_recovery_reads_again_a_partition_whose_leader_is_dead(
     restarted.driver.commit(0, [restarted.task(p, vals(f"b0t{p}")) for p in range(2)],
                             tasks=2)  # the replay: aborted
     assert_once_on_kafka(restarted, Counter(vals("b0t0") + vals("b0t1")))
+
+
+def test_txns_goes_on_past_a_dead_broker_and_names_what_it_could_not_ask(
+        kafka: KafkaCluster, unique: str, capsys) -> None:  # noqa: ANN001
+    """``eoskafka txns`` as an alert during a broker outage: before, a dead leader stopped it
+    with exit 2 (a connection error) and nothing checked; now the partitions it leads are
+    named as not asked, the others are checked, and it exits 3 (incomplete), or 1 when the
+    rest holds a problem."""
+    import json
+
+    from eos_kafka_source.cli import main
+
+    bootstrap = kafka.bootstrap_servers
+    with _wire(bootstrap) as wire:
+        create_topic(wire, unique, 3, replication=1)  # a dead leader's partitions go dark
+    leaders = until(lambda: _leaders(bootstrap, unique),
+                    lambda got: len(set(got.values())) > 1, what="leaders on two nodes or more",
+                    timeout_s=30)
+    victim = leaders[0]
+    kafka.stop_node(victim, kill=True)
+    try:
+        code = main(["txns", "-b", bootstrap, "--topic", unique, "--json"])
+        doc = json.loads(capsys.readouterr().out)
+        dark = sorted(p for p, leader in leaders.items() if leader == victim)
+        assert code == 3 and doc["ok"], doc
+        assert sorted(int(u.split(":")[0].rsplit("-", 1)[1]) for u in doc["unasked"]) == dark
+        assert sorted(p["partition"] for p in doc["partitions"]) == sorted(
+            set(leaders) - set(dark))
+        code = main(["txns", "-b", bootstrap, "--topic", unique])
+        out = capsys.readouterr().out
+        assert code == 3 and "INCOMPLETE" in out and f"NOT ASKED {unique}-0" in out
+    finally:  # the fixture waits for every replica in sync: no unreplicated topic left
+        from kafka import KafkaAdminClient
+
+        kafka.start_node(victim)
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            admin.delete_topics([unique])
+        finally:
+            admin.close()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from .extras import require
 from .registry_config import RegistryConfig
 from .schemas import Codec, PayloadDecoder, RegisteredSchema, SchemaLookup
 
@@ -22,7 +23,9 @@ if TYPE_CHECKING:
 
 
 def codec(module: str) -> Codec:
-    """The format module (``avro``, ``protobuf``, ``json_schema``) as a :class:`Codec`."""
+    """The format module (``avro``, ``protobuf``, ``json_schema``) as a :class:`Codec`; on
+    the driver and in every task, so a missing package names the extra there."""
+    require(module)
     mod: Any = importlib.import_module(f"{__package__}.{module}")
     return mod  # type: ignore[no-any-return]
 

@@ -145,3 +145,29 @@ def test_readme_quick_start_runs_as_written(installed: Installed, tmp_path: Path
             b"ALPHA", b"BETA", b"GAMMA"]
     finally:
         broker.stop()
+
+
+_AVRO_WRITE = """
+import pyarrow as pa
+from eos_kafka_source.formats.plans import codec
+from eos_kafka_source.formats.schemas import RegisteredSchema
+TEXT = '{"type":"record","name":"R","fields":[{"name":"a","type":"long"}]}'
+SCHEMA = RegisteredSchema(1, "AVRO", TEXT)
+class Lookup:
+    def by_id(self, i): return SCHEMA
+avro = codec("avro")
+column = pa.array([{"a": 7}], avro.arrow_type(SCHEMA, Lookup()))
+out = avro.encoder(SCHEMA, Lookup()).encode(column, "value")
+print(avro.decoder(SCHEMA, Lookup()).decode(out, str).values.to_pylist())
+"""
+
+
+def test_avro_without_its_extra_names_it_and_with_it_writes(installed: Installed) -> None:
+    """The wheel without extras: an Avro codec names the [avro] extra (pyarrow alone brings
+    no numpy); with ``[avro]`` installed (fastavro and numpy), a record encodes and decodes."""
+    proc = _run([installed.python, "-c", _AVRO_WRITE])
+    assert proc.returncode != 0
+    assert "needs the Python package(s)" in proc.stderr and \
+        "py3-none-any.whl[avro]'" in proc.stderr, proc.stderr[-3000:]
+    _ok(_run([installed.python, "-m", "pip", "install", "-q", f"{installed.wheel}[avro]"]))
+    assert _ok(_run([installed.python, "-c", _AVRO_WRITE])).strip() == "[{'a': 7}]"

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.naming import TransactionalIdFactory
 from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
+from eos_kafka_source.wire.cluster import create_topic as create_topic_on
 from tests.brokers import ON_TANSU
 from tests.kafka_helpers import TxnWriter, create_topic, write_plain
 from tests.oracle import (
@@ -227,6 +229,63 @@ def test_broker_command_runs_apache_kafka(unique: str) -> None:
             proc.wait()
         _, err = proc.communicate()
     assert "Traceback" not in err and "Apache Kafka 4.4" in err
+
+
+def _stderr_until(proc: subprocess.Popen[str], needle: str, deadline_s: float) -> str:
+    """Read ``proc``'s stderr line by line until one contains ``needle``; that line."""
+    assert proc.stderr is not None
+    seen: list[str] = []
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        end = time.monotonic() + deadline_s
+        while (left := end - time.monotonic()) > 0:
+            if not sel.select(timeout=left):
+                break
+            line = proc.stderr.readline()
+            if not line:
+                break
+            seen.append(line)
+            if needle in line:
+                return line
+    raise AssertionError(f"no stderr line with {needle!r} in {deadline_s} s:\n{''.join(seen)}")
+
+
+@pytest.mark.kafka_only
+@pytest.mark.faults
+def test_broker_command_three_nodes_outlive_a_killed_node_and_restart_it(unique: str) -> None:
+    """`eoskafka broker --kafka --nodes 3`: each node's port and pid reported; a node killed
+    with SIGKILL is reported and the other two serve on (a write with min.insync.replicas 2
+    lands); SIGHUP brings it back on its port; SIGTERM then stops all three, exit 0."""
+    argv = [sys.executable, "-m", "eos_kafka_source.cli", "broker", "--kafka", "--nodes", "3",
+            "--json"]
+    proc = subprocess.Popen(argv, cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        doc = json.loads(_first_line(proc, deadline_s=240).strip())
+        nodes, address = doc["nodes"], doc["bootstrap_servers"]
+        assert [n["node_id"] for n in nodes] == [1, 2, 3] and all(n["pid"] for n in nodes)
+        assert address == ",".join(f"127.0.0.1:{n['port']}" for n in nodes)
+        with KafkaWire(ClientConfig.from_options({"kafka.bootstrap.servers": address})) as w:
+            create_topic_on(w, unique, 3, replication=3)  # every partition on every node
+        victim = nodes[1]
+        os.kill(victim["pid"], signal.SIGKILL)
+        _stderr_until(proc, f"node 2 (127.0.0.1:{victim['port']}) exited", 30)
+        assert proc.poll() is None and _refused(victim["port"])
+        write_plain(address, unique, [b"a", b"b", b"c"])
+        proc.send_signal(signal.SIGHUP)
+        _stderr_until(proc, f"node 2 is back on 127.0.0.1:{victim['port']}", 240)
+        assert not _refused(victim["port"])
+        write_plain(address, unique, [b"d"])
+        assert sorted(committed_values(address, unique)) == [b"a", b"b", b"c", b"d"]  # type: ignore[type-var]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=180) == 0
+        assert all(_refused(n["port"]) for n in nodes)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _, err = proc.communicate()
+    assert "Traceback" not in err, err
 
 
 @pytest.mark.parametrize("missing", ["java", "mvn"])

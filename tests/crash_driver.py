@@ -22,6 +22,12 @@ Scenarios (which step each arms; batch 0 always runs cleanly first):
   EndTxn; armed from that commit on (recovered there, or at the restart that follows).
 - ``lost_big``: ``lost`` with batches of 3 records and at most 4 records a recovery
   transaction: the copy takes two recovery transactions (``recover.after_part``).
+- ``hanging``: batch 1's task 0 transaction also holds :func:`stray_rows` on a partition its
+  coordinator never heard of (:func:`strand`), stamped long ago: once the coordinator
+  commits the rest, that partition hangs as find-hanging judges, and the commit's
+  confirmation ends it with eoskafka's own ABORT (``hanging.after_abort``), then copies it
+  (``recover.*``). The topic has :data:`HANGING_PARTITIONS` partitions, and partition
+  verification must be off (:func:`partition_verification`, set by the caller).
 """
 
 from __future__ import annotations
@@ -52,7 +58,12 @@ TASKS = 2
 ROWS = 10
 #: Rows each batch reads from the (imaginary) input: its end offset is (batch + 1) * this.
 INPUT_PER_BATCH = TASKS * ROWS
-SCENARIOS = ("commit", "restart", "abort", "lost", "lost_big", "claim")
+SCENARIOS = ("commit", "restart", "abort", "lost", "lost_big", "claim", "hanging")
+#: ``hanging``: partitions of the topic (one more than two tasks can write to).
+HANGING_PARTITIONS = 3
+#: ``hanging``: the stray records' timestamps are this old, so the producer's last write
+#: there (Kafka's lastTimestamp) is older than the maximum transaction timeout at once.
+IDLE_MS = 20 * 60_000
 #: ``lost_big``: task 1's rows in batches of 3 over both partitions, copied in recovery
 #: transactions of at most 4 records (eos_kafka_source/sink/driver/copy_stream.py).
 BIG_BATCH_RECORDS = 3
@@ -70,6 +81,67 @@ def rows(topic: str, tag: str, batch: int, task: int) -> list[bytes]:
 
 def batch_rows(topic: str, tag: str, batch: int) -> Counter[bytes]:
     return Counter(v for p in range(TASKS) for v in rows(topic, tag, batch, p))
+
+
+def stray_rows(topic: str) -> list[bytes]:
+    """The rows scenario ``hanging`` strands on a partition (batch 1, task 0's)."""
+    return [f"{topic}/stray-{i}".encode() for i in range(3)]
+
+
+def partition_verification(bootstrap: str, on: bool) -> None:
+    """Kafka's ``transaction.partition.verification.enable`` as a cluster-wide dynamic
+    setting (on: back to the default). Off, a transactional Produce to a partition the
+    coordinator never heard of is taken: what a hanging transaction needs."""
+    from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest
+
+    from eos_kafka_source.client.config import ClientConfig
+    from eos_kafka_source.wire import KafkaWire
+
+    with KafkaWire(ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap})) as wire:
+        version = int(wire.client.api_version(IncrementalAlterConfigsRequest, max_version=1))
+        Resource = IncrementalAlterConfigsRequest.AlterConfigsResource
+        config = Resource.AlterableConfig(name="transaction.partition.verification.enable",
+                                          config_operation=1 if on else 0,
+                                          value=None if on else "false")
+        answer = wire.request_any(IncrementalAlterConfigsRequest[version](
+            resources=[Resource(resource_type=4, resource_name="", configs=[config])],
+            validate_only=False), "IncrementalAlterConfigs verification")
+        assert [r.error_code for r in answer.responses] == [0], answer
+
+
+def strand(query: Query, handoff: Any) -> Any:
+    """``handoff``'s transaction with :func:`stray_rows` appended to a partition it did not
+    write (no AddPartitionsToTxn: its coordinator never hears of it), stamped
+    :data:`IDLE_MS` ago; the returned hand-off lists that partition too."""
+    import dataclasses
+
+    from eos_kafka_source.client.config import ClientConfig
+    from eos_kafka_source.records import encode_batch
+    from eos_kafka_source.wire import KafkaWire, fetch_metadata, produce_errors, produce_request
+    from eos_kafka_source.wire.txn import produce_offsets
+
+    tp = (query.topic, min(set(range(HANGING_PARTITIONS)) - {p for _, p, _ in
+                                                             handoff.partitions}))
+    values = stray_rows(query.topic)
+    batch = encode_batch([None] * len(values), values, int(time.time() * 1000) - IDLE_MS,
+                         producer_id=handoff.producer_id, producer_epoch=handoff.epoch,
+                         base_sequence=0, transactional=True)
+    config = ClientConfig.from_options({"kafka.bootstrap.servers": query.bootstrap})
+    deadline = time.monotonic() + 60
+    with KafkaWire(config) as wire:
+        while True:  # the dynamic setting reaches every broker within moments
+            request = produce_request(wire, handoff.transactional_id, {tp: batch}, 30000)
+            leader = fetch_metadata(wire, [tp[0]])[tp[0]].leaders[tp[1]]
+            answer = wire.request(leader, request, "Produce (stray)")
+            if not produce_errors(answer):
+                break
+            assert time.monotonic() < deadline, produce_errors(answer)
+            time.sleep(0.2)
+        first = produce_offsets(answer)[tp]
+    return dataclasses.replace(
+        handoff, partitions=(*handoff.partitions, (*tp, len(values))),
+        first_offsets=(*handoff.first_offsets, (*tp, first)),
+        records=handoff.records + len(values))
 
 
 @dataclass
@@ -237,6 +309,12 @@ def crash(query: Query, scenario: str, fault: str, gate: Path) -> None:
             os.environ[LIMITS_ENV] = BIG_LIMITS
         lose_task_1(query, 1, gate, fault)
         query.run_batch(1, "q", new_run=True)  # the restart that finds the loss
+    elif scenario == "hanging":
+        writer = query.plan(1, new_run=False)
+        handoffs = query.tasks(writer, 1, "q")
+        handoffs[0] = strand(query, handoffs[0])
+        arm(fault)
+        query.commit(writer, handoffs, 1)
     else:
         raise ValueError(f"unknown scenario {scenario!r}")
 

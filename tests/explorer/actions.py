@@ -25,8 +25,10 @@ ABORT_POINTS = ("endtxn.abort.answered", "abort.after_mark", "abort.after_fence"
 RECOVER_POINTS = ("recover.after_write", "recover.after_record", "recover.before_done")
 #: Points a one-topic query's batch can meet on its commit path (a topic column's claim
 #: point is the sweep's: the explorer's query names its topic).
+#: Points only a hanging transaction reaches (the sweep's ``hanging`` scenario).
+HANGING_POINTS = ("hanging.after_abort",)
 COMMIT_POINTS = tuple(p for p in crash_points.names()
-                      if p not in ABORT_POINTS and p != "commit.after_claim")
+                      if p not in ABORT_POINTS + HANGING_POINTS and p != "commit.after_claim")
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,10 @@ POINTS: tuple[CrashPoint, ...] = (
     CrashPoint("commit.cleanup", "commit",
                "the batch done; the clean-up after it (fencing unused ids, pool size, "
                "pruning) not started"),
+    CrashPoint("hanging.after_abort", "prepare/commit",
+               "a decided transaction hanging on a partition (as find-hanging judges): "
+               "eoskafka's own ABORT marker written there; the transaction not yet read as "
+               "lost, its copy from the log not started"),
     CrashPoint("recover.after_write", "prepare/commit",
                "a decided transaction Kafka aborted; its records copied from the log into a "
                "recovery transaction, still open and not yet recorded"),

@@ -29,6 +29,7 @@ import time
 from collections.abc import Sequence
 
 from ...errors import EosKafkaError, HangingTransactionError
+from ...faults import fault_point
 from ...wire import KafkaWire
 from ...wire.hanging import (
     Verdict,
@@ -92,6 +93,7 @@ def end_hanging(wire: KafkaWire, handoff: TxnHandoff,
             log.warning("eoskafka: %s: hanging transaction %s; ended it with an ABORT marker: "
                         "its records are copied from the log", handoff.describe(),
                         h.describe())
+            fault_point("hanging.after_abort")
         else:
             refused.append(h)
     if refused:

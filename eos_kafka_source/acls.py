@@ -20,6 +20,8 @@ import re
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from .kafka_codes import Code
+
 #: (principal, bootstrap servers) of the last connection that sent a request here.
 _CLIENT: ContextVar[tuple[str | None, str]] = ContextVar("eoskafka_client",
                                                           default=(None, "BROKER:9092"))
@@ -30,7 +32,10 @@ ABORTED_INFIX = ".eoskafka-aborted."
 #: The transactional id a recovery copy is written on: ``<prefix>-recovery``.
 RECOVERY_SUFFIX = "recovery"
 
-_CODE_KIND = {29: "TOPIC", 30: "GROUP", 31: "CLUSTER", 53: "TRANSACTIONAL_ID"}
+_CODE_KIND: dict[int, str] = {
+    Code.TOPIC_AUTHORIZATION_FAILED: "TOPIC", Code.GROUP_AUTHORIZATION_FAILED: "GROUP",
+    Code.CLUSTER_AUTHORIZATION_FAILED: "CLUSTER",
+    Code.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "TRANSACTIONAL_ID"}
 _FLAG = {"TOPIC": "--topic", "GROUP": "--group", "TRANSACTIONAL_ID": "--transactional-id",
          "CLUSTER": "--cluster"}
 _LABEL = {"TOPIC": "topic", "GROUP": "group", "TRANSACTIONAL_ID": "transactional id",

@@ -13,6 +13,8 @@ import logging
 from collections.abc import Callable
 from typing import ClassVar, ParamSpec, TypeVar
 
+from .kafka_codes import AUTHORIZATION, RETRIABLE, Code
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -263,7 +265,7 @@ class KafkaProtocolError(EosKafkaError):
 
 
 class NotAuthorizedError(KafkaProtocolError):
-    """The broker's authorizer refused a request (Kafka codes 29, 30, 31 and 53).
+    """The broker's authorizer refused a request (``kafka_codes.AUTHORIZATION``).
 
     Never retried. The message's first line names the resource, the operation and the
     ``kafka-acls.sh`` line that grants it (:mod:`eos_kafka_source.acls`); ``resource``
@@ -280,16 +282,13 @@ class NotAuthorizedError(KafkaProtocolError):
         self.context = context
 
 
-#: Kafka's authorization failures: topic, group, cluster, transactional id.
-AUTHORIZATION_CODES = frozenset({29, 30, 31, 53})
-
 _BY_CODE: dict[int, type[KafkaProtocolError]] = {}
 
 
-def _define(code: int, name: str, retriable: bool) -> type[KafkaProtocolError]:
-    cls_name = "".join(part.title() for part in name.split("_")) + "Error"
-    attrs = {"code": code, "name": name, "retriable": retriable}
-    base = NotAuthorizedError if code in AUTHORIZATION_CODES else KafkaProtocolError
+def _define(code: Code) -> type[KafkaProtocolError]:
+    cls_name = "".join(part.title() for part in code.name.split("_")) + "Error"
+    attrs = {"code": int(code), "name": code.name, "retriable": code in RETRIABLE}
+    base = NotAuthorizedError if code in AUTHORIZATION else KafkaProtocolError
     cls = type(cls_name, (base,), attrs)
     _BY_CODE[code] = cls
     # Never over a class of ours of the same name (InvalidTimestampError: the sink's
@@ -298,57 +297,10 @@ def _define(code: int, name: str, retriable: bool) -> type[KafkaProtocolError]:
     return cls
 
 
-# The codes eoskafka meets on the data and transaction paths (kafka/common/protocol/Errors.java).
-for _code, _name, _retriable in [
-    (-1, "UNKNOWN_SERVER_ERROR", False),
-    (1, "OFFSET_OUT_OF_RANGE", False),
-    (2, "CORRUPT_MESSAGE", True),
-    (3, "UNKNOWN_TOPIC_OR_PARTITION", True),
-    (5, "LEADER_NOT_AVAILABLE", True),
-    (6, "NOT_LEADER_OR_FOLLOWER", True),
-    (7, "REQUEST_TIMED_OUT", True),
-    (10, "MESSAGE_TOO_LARGE", False),
-    (13, "NETWORK_EXCEPTION", True),
-    (14, "COORDINATOR_LOAD_IN_PROGRESS", True),
-    (15, "COORDINATOR_NOT_AVAILABLE", True),
-    (16, "NOT_COORDINATOR", True),
-    (17, "INVALID_TOPIC_EXCEPTION", False),
-    (18, "RECORD_LIST_TOO_LARGE", False),
-    (19, "NOT_ENOUGH_REPLICAS", True),
-    (20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", True),
-    (22, "ILLEGAL_GENERATION", False),
-    (25, "UNKNOWN_MEMBER_ID", False),
-    (29, "TOPIC_AUTHORIZATION_FAILED", False),
-    (30, "GROUP_AUTHORIZATION_FAILED", False),
-    (31, "CLUSTER_AUTHORIZATION_FAILED", False),
-    (32, "INVALID_TIMESTAMP", False),
-    (35, "UNSUPPORTED_VERSION", False),
-    (36, "TOPIC_ALREADY_EXISTS", False),
-    (37, "INVALID_PARTITIONS", False),
-    (41, "NOT_CONTROLLER", True),
-    (45, "OUT_OF_ORDER_SEQUENCE_NUMBER", False),
-    (46, "DUPLICATE_SEQUENCE_NUMBER", False),
-    (47, "INVALID_PRODUCER_EPOCH", False),
-    (48, "INVALID_TXN_STATE", False),
-    (49, "INVALID_PRODUCER_ID_MAPPING", False),
-    (50, "INVALID_TRANSACTION_TIMEOUT", False),
-    (51, "CONCURRENT_TRANSACTIONS", True),
-    (52, "TRANSACTION_COORDINATOR_FENCED", False),
-    (53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False),
-    (58, "SASL_AUTHENTICATION_FAILED", False),
-    (59, "UNKNOWN_PRODUCER_ID", False),
-    (74, "FENCED_LEADER_EPOCH", True),
-    (75, "UNKNOWN_LEADER_EPOCH", True),
-    (87, "INVALID_RECORD", False),
-    (88, "UNSTABLE_OFFSET_COMMIT", True),  # OffsetFetch require_stable, classic coordinator
-    (89, "THROTTLING_QUOTA_EXCEEDED", True),
-    (90, "PRODUCER_FENCED", False),
-    (100, "UNKNOWN_TOPIC_ID", True),
-]:
-    _define(_code, _name, _retriable)
-
-#: Codes that mean "this producer epoch is no longer the current one".
-FENCING_CODES = frozenset({47, 49, 59, 90})
+# One class per code eoskafka meets on the data and transaction paths (kafka_codes.py).
+for _code in Code:
+    if _code is not Code.NONE:
+        _define(_code)
 
 
 def for_code(code: int) -> type[KafkaProtocolError]:

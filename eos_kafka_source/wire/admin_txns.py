@@ -25,23 +25,22 @@ from kafka.protocol.admin.transactions import (
 )
 
 from ..errors import KafkaProtocolError
+from ..kafka_codes import Code
 from .cluster import TopicPartition, fetch_metadata, find_coordinators
 from .connection import KafkaWire
 from .retry import LOST_NODE
 
 log = logging.getLogger(__name__)
 
-_UNSUPPORTED_VERSION = 35
 #: Transaction states in which a transaction holds its partitions' LSO back.
 OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
-_TRANSACTIONAL_ID_NOT_FOUND = 105
 
 
 def _version(wire: KafkaWire, request_cls: type) -> int | None:
     try:
         return wire.version(request_cls)
     except KafkaProtocolError as exc:
-        if exc.code == _UNSUPPORTED_VERSION:
+        if exc.code == Code.UNSUPPORTED_VERSION:
             return None
         raise
 
@@ -127,7 +126,7 @@ def coordinator_may_hold(wire: KafkaWire, transactional_id: str, producer_id: in
     for state in answer.transaction_states:
         if state.transactional_id != transactional_id:
             continue
-        if state.error_code == _TRANSACTIONAL_ID_NOT_FOUND:
+        if state.error_code == Code.TRANSACTIONAL_ID_NOT_FOUND:
             return False
         if state.error_code:
             return None

@@ -21,13 +21,12 @@ from ..errors import (
     for_code,
     raise_for_code,
 )
+from ..kafka_codes import Code
 from .connection import KafkaWire
 from .retry import LOST_NODE, Deadline
 
 TopicPartition = tuple[str, int]
 
-_UNKNOWN_TOPIC = 3
-_TOPIC_EXISTS = 36
 _TOPIC_RESOURCE = 2
 #: FindCoordinator key types, as the refusal names them.
 _KEY_KIND = {0: "group", 1: "transactional id"}
@@ -54,7 +53,7 @@ def fetch_metadata(wire: KafkaWire, topics: list[str] | None) -> dict[str, Topic
     wire.update_cluster(response)
     out: dict[str, TopicInfo] = {}
     for topic in response.topics:
-        if topic.error_code == _UNKNOWN_TOPIC:
+        if topic.error_code == Code.UNKNOWN_TOPIC_OR_PARTITION:
             continue
         raise_for_code(topic.error_code, f"Metadata for topic {topic.name!r}")
         if topic.name.startswith("__"):
@@ -90,7 +89,7 @@ def leader_of(info: Mapping[str, TopicInfo], tp: TopicPartition) -> int:
     except KeyError:
         raise TopicNotFoundError(f"partition {topic}-{partition} does not exist") from None
     if leader < 0:
-        raise for_code(5)(f"partition {topic}-{partition} has no leader")
+        raise for_code(Code.LEADER_NOT_AVAILABLE)(f"partition {topic}-{partition} has no leader")
     return leader
 
 
@@ -163,7 +162,8 @@ def fresh_leaders(wire: KafkaWire, topics: list[str], *,
             found = require_topics(wire, topics)
             if all(leader >= 0 for info in found.values() for leader in info.leaders.values()):
                 return found
-            problem: BaseException = for_code(5)(f"Metadata for {', '.join(topics)}")
+            problem: BaseException = for_code(Code.LEADER_NOT_AVAILABLE)(
+                f"Metadata for {', '.join(topics)}")
         except (KafkaProtocolError, *LOST_NODE) as exc:
             if isinstance(exc, KafkaProtocolError) and not exc.retriable:
                 raise
@@ -220,7 +220,7 @@ def create_topic(
     request = CreateTopicsRequest[version](topics=[topic], timeout_ms=30000, validate_only=False)
     response = wire.request_any(request, f"CreateTopics {name}", resend=False)
     result = response.topics[0]
-    if result.error_code == _TOPIC_EXISTS and exist_ok:
+    if result.error_code == Code.TOPIC_ALREADY_EXISTS and exist_ok:
         return
     raise_for_code(result.error_code, f"CreateTopics {name}")
     _wait_partitions(wire, name, partitions)

@@ -31,6 +31,7 @@ from ..errors import (
     TimeoutError_,
     for_code,
 )
+from ..kafka_codes import Code
 from ._kafka_python_fixes import install as _install_kafka_python_fixes
 from .bootstrap import bootstrap, bootstrap_nodes, try_connect
 from .oauth import token_provider
@@ -212,7 +213,7 @@ class KafkaWire:
         try:
             return int(self.client.api_version(request_cls, max_version=cap))
         except kerrors.IncompatibleBrokerVersion:
-            raise for_code(35)(
+            raise for_code(Code.UNSUPPORTED_VERSION)(
                 f"{request_cls.__name__.removesuffix('Request')}: the broker does not support "
                 "this request"
             ) from None

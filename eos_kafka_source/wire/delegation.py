@@ -34,6 +34,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from ..client.config import ClientConfig
 from ..errors import AuthenticationError, EosKafkaError, for_code
+from ..kafka_codes import Code
 from . import schemas
 from .connection import KafkaWire
 
@@ -109,13 +110,17 @@ def _call(wire: KafkaWire, request_cls: Any, what: str, **fields: Any) -> Any:
     if response.error_code:
         error = for_code(response.error_code)
         hint = {
-            64: "the listener must authenticate the caller with SASL or TLS (not PLAINTEXT), "
+            Code.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED:
+                "the listener must authenticate the caller with SASL or TLS (not PLAINTEXT), "
                 "and a delegation token cannot create another",
-            65: "the broker has no delegation.token.secret.key: delegation tokens are off",
-            66: "the broker does not know this token (expired, or never created)",
-            67: "only the token's owner or a renewer may do this",
-            68: "the broker does not allow delegation tokens for this kind of sign-in",
-            69: "the token has passed its expiry or maximum lifetime; create a new one",
+            Code.DELEGATION_TOKEN_AUTH_DISABLED:
+                "the broker has no delegation.token.secret.key: delegation tokens are off",
+            Code.DELEGATION_TOKEN_NOT_FOUND:
+                "the broker does not know this token (expired, or never created)",
+            Code.DELEGATION_TOKEN_OWNER_MISMATCH: "only the token's owner or a renewer may do this",
+            Code.INVALID_PRINCIPAL_TYPE: "a token's owner and renewers are User: principals",
+            Code.DELEGATION_TOKEN_EXPIRED:
+                "the token has passed its expiry or maximum lifetime; create a new one",
         }.get(response.error_code, "")
         raise DelegationTokenError(
             f"{what} failed: {error.__name__} ({response.error_code})"

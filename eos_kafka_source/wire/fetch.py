@@ -16,13 +16,13 @@ from typing import Any
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 
 from ..errors import CorruptRecordError, DataLossError, TimeoutError_, for_code
+from ..kafka_codes import Code
 from ..records import BatchHeader, iter_batches
 from .cluster import TopicPartition
 from .connection import KafkaWire
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
-_OFFSET_OUT_OF_RANGE = 1
 _EARLIEST = -2
 #: max_wait_ms of a Fetch below the high watermark. Kafka answers such a Fetch at once (the
 #: data exists, min_bytes=1 is met), so the wait costs nothing there; Tansu on slow storage
@@ -222,14 +222,15 @@ def fetch_bounds(
     out: dict[TopicPartition, Bounds] = {}
     for leader, wants in by_leader.items():
         chunks = fetch(wire, leader, wants, max_bytes=1)
-        retry = [tp for tp, c in chunks.items() if c.error_code == _OFFSET_OUT_OF_RANGE]
+        retry = [tp for tp, c in chunks.items() if c.error_code == Code.OFFSET_OUT_OF_RANGE]
         if retry:
             starts = list_earliest(wire, leader, retry)
             chunks.update(fetch(wire, leader, starts, max_bytes=1))
         for tp in wants:
             chunk = chunks.get(tp)
             if chunk is None:
-                raise for_code(3)(f"Fetch {tp[0]}-{tp[1]}: partition missing from the response")
+                raise for_code(Code.UNKNOWN_TOPIC_OR_PARTITION)(
+                    f"Fetch {tp[0]}-{tp[1]}: partition missing from the response")
             if chunk.error_code:
                 raise for_code(chunk.error_code)(f"Fetch {tp[0]}-{tp[1]}")
             b = chunk.bounds
@@ -288,8 +289,9 @@ class LogCursor:
                               max_bytes=max_bytes, max_wait_ms=wait_ms).get(self.tp)
             ahead = None
             if chunk is None:
-                raise for_code(3)(f"Fetch {self.tp[0]}-{self.tp[1]}: partition missing")
-            if chunk.error_code == _OFFSET_OUT_OF_RANGE:
+                raise for_code(Code.UNKNOWN_TOPIC_OR_PARTITION)(
+                    f"Fetch {self.tp[0]}-{self.tp[1]}: partition missing")
+            if chunk.error_code == Code.OFFSET_OUT_OF_RANGE:
                 raise DataLossError(
                     f"{self.tp[0]}-{self.tp[1]}: offset {self.position} is no longer in the log "
                     f"(log start {chunk.bounds.log_start}); records were deleted by retention "

@@ -44,6 +44,7 @@ from kafka.protocol.admin.transactions import (
 from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
 
 from ..errors import EosKafkaError, KafkaProtocolError, for_code
+from ..kafka_codes import Code
 from .cluster import TopicPartition, fresh_leaders
 from .connection import KafkaWire
 from .coordinated import with_coordinator
@@ -55,8 +56,6 @@ log = logging.getLogger(__name__)
 #: ``--max-transaction-timeout``: used when the brokers do not say theirs.
 DEFAULT_MAX_TIMEOUT_MS = 900_000
 MAX_TIMEOUT_KEY = "transaction.max.timeout.ms"
-_CLUSTER_AUTHORIZATION_FAILED = 31
-_TRANSACTIONAL_ID_NOT_FOUND = 105
 _BROKER_RESOURCE = 4
 _max_timeouts: dict[tuple[str, ...], int] = {}
 
@@ -228,7 +227,7 @@ def coordinator_view(wire: KafkaWire, transactional_id: str) -> object | None:
         answer = wire.request(node, DescribeTransactionsRequest[version](
             transactional_ids=[transactional_id]), f"DescribeTransactions {transactional_id}")
         (state,) = answer.transaction_states
-        if state.error_code == _TRANSACTIONAL_ID_NOT_FOUND:
+        if state.error_code == Code.TRANSACTIONAL_ID_NOT_FOUND:
             return None
         if state.error_code:
             raise for_code(state.error_code)(f"DescribeTransactions {transactional_id}")
@@ -336,7 +335,7 @@ def abort_hanging(wire: KafkaWire, hanging: Verdict) -> bool:
     answer = wire.request(leader, request, f"WriteTxnMarkers (abort {p.topic}-{p.partition})")
     codes = {q.error_code for m in answer.markers for t in m.topics for q in t.partitions}
     code = max(codes, default=0)
-    if code == _CLUSTER_AUTHORIZATION_FAILED:
+    if code == Code.CLUSTER_AUTHORIZATION_FAILED:
         return False
     if code:
         raise for_code(code)(f"WriteTxnMarkers (abort of {hanging.describe()})")

@@ -14,13 +14,11 @@ from __future__ import annotations
 import time
 
 from ..errors import ConnectionDroppedError, KafkaProtocolError, TimeoutError_
+from ..kafka_codes import LEADER_MOVED, Action, classify
 from .connection import KafkaWire
 
-#: Codes that mean "ask FindCoordinator again" (LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR).
-COORDINATOR_MOVED = frozenset({14, 15, 16})
-#: Codes that mean "ask Metadata for the partition's leader again" (LEADER_NOT_AVAILABLE,
-#: NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH): planning and reading.
-LEADER_MOVED = frozenset({5, 6, 74, 75})
+__all__ = ["LEADER_MOVED", "LOST_NODE", "Deadline", "action", "retriable", "should_refind"]
+
 #: A dropped connection or an unanswered request: the node may be gone; look it up again.
 LOST_NODE = (ConnectionDroppedError, TimeoutError_)
 TRANSACTION, GROUP = 1, 0  # FindCoordinator key types
@@ -60,15 +58,19 @@ def backoff_s(attempt: int) -> float:
     return min(0.05 * (2 ** min(attempt, 5)), 1.0)
 
 
+def action(error: BaseException) -> Action:
+    """What ``error`` asks for (:func:`..kafka_codes.classify`); a lost node: look it up
+    again. Anything else is no answer of Kafka's: fatal."""
+    if isinstance(error, KafkaProtocolError):
+        return classify(error.code)
+    return Action.REFIND if isinstance(error, LOST_NODE) else Action.FATAL
+
+
 def should_refind(error: BaseException) -> bool:
     """Whether ``error`` means the coordinator may have moved (so FindCoordinator again)."""
-    if isinstance(error, KafkaProtocolError):
-        return error.code in COORDINATOR_MOVED
-    return isinstance(error, LOST_NODE)
+    return action(error) is Action.REFIND
 
 
 def retriable(error: BaseException) -> bool:
     """Whether re-sending can help: a retriable Kafka code or a lost node."""
-    if isinstance(error, KafkaProtocolError):
-        return error.retriable
-    return isinstance(error, LOST_NODE)
+    return action(error) in (Action.RETRY, Action.REFIND)

@@ -7,7 +7,6 @@ same epoch and outcome succeeds. Every hand-off records ``TXN_PROTOCOL``.
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,15 +27,14 @@ from ..errors import (
     for_code,
 )
 from ..faults import fault_point
+from ..kafka_codes import FENCED, Action, Code, classify
 from .cluster import TopicPartition
 from .connection import KafkaWire
 from .coordinated import with_coordinator, with_coordinators
-from .retry import LOST_NODE, Deadline, retriable
+from .retry import LOST_NODE, TRANSACTION, Deadline, retriable
 from .spread import LaneError, lane_errors, request_spread
 
 TXN_PROTOCOL = 1
-_INVALID_TRANSACTION_TIMEOUT = 50
-_CLUSTER_AUTHORIZATION_FAILED = 31
 RETRY_CODES_BACKOFF_S = 0.05
 
 
@@ -92,9 +90,9 @@ def init_producer_ids(
 
 def _identity(tid: str, resp: object, timeout_ms: int) -> ProducerIdentity | BaseException:
     code = resp.error_code  # type: ignore[attr-defined]
-    if code == 0:
+    if code == Code.NONE:
         return ProducerIdentity(resp.producer_id, resp.producer_epoch)  # type: ignore[attr-defined]
-    if code == _INVALID_TRANSACTION_TIMEOUT:
+    if code == Code.INVALID_TRANSACTION_TIMEOUT:
         return for_code(code)(
             f"InitProducerId for {tid!r}: kafka.transaction.timeout.ms={timeout_ms} is "
             "more than the broker allows (transaction.max.timeout.ms, 15 minutes by "
@@ -126,7 +124,7 @@ def init_idempotent(wire: KafkaWire, *, topic: str | None = None,
                 kind("InitProducerId (idempotent: WRITE on any topic or IDEMPOTENT_WRITE on "
                      "the cluster grants it)", ("TOPIC", topic))
                 if issubclass(kind, NotAuthorizedError) and topic
-                and resp.error_code == _CLUSTER_AUTHORIZATION_FAILED
+                and resp.error_code == Code.CLUSTER_AUTHORIZATION_FAILED
                 else kind("InitProducerId (idempotent)"))
         except LOST_NODE as exc:
             error = exc
@@ -183,13 +181,14 @@ def add_partitions_request(
 
 
 def add_partitions_error(response: object) -> int:
-    """The response's error code, 0 if none; a real error before CONCURRENT_TRANSACTIONS."""
+    """The response's error code, NONE if none; a real error before CONCURRENT_TRANSACTIONS."""
     codes = {
         r.partition_error_code
         for topic in response.results_by_topic_v3_and_below  # type: ignore[attr-defined]
         for r in topic.results_by_partition
-    } - {0}
-    return max(codes, key=lambda c: (c != 51, c)) if codes else 0
+    } - {Code.NONE}
+    return max(codes, key=lambda c: (c != Code.CONCURRENT_TRANSACTIONS, c)) if codes \
+        else Code.NONE
 
 
 def produce_request(
@@ -231,35 +230,12 @@ def produce_offsets(response: object) -> dict[TopicPartition, int]:
             for part in topic.partition_responses}
 
 
-#: Answers retried at the same coordinator: it is the right one, busy (a previous EndTxn's
-#: markers are still being written) or still loading its log.
-RETRY_IN_PLACE = frozenset({51, 14})  # CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS
-#: Answers that mean "this node is not (or no longer) the coordinator, or could not write its
-#: log": look the coordinator up again. They say nothing about the outcome: Kafka's
-#: TransactionCoordinator answers NOT_COORDINATOR also after PrepareCommit reached its log
-#: (coordinator epoch changed), and maps a timed-out log append to COORDINATOR_NOT_AVAILABLE.
-COORDINATOR_MOVED = frozenset({13, 15, 16, 7})  # NETWORK_EXCEPTION, NOT_AVAILABLE, NOT_COORDINATOR,
-# REQUEST_TIMED_OUT
-
-
-#: EndTxn answers that refuse this request for good: PRODUCER_FENCED (90; INVALID_PRODUCER_EPOCH,
-#: 47, below EndTxn v2), INVALID_TXN_STATE (48), INVALID_PRODUCER_ID_MAPPING (49). They say
-#: the request failed, not that the transaction did not commit (invariant 9): an earlier
-#: attempt, an operator's fence after the commit, an id expired after it.
-REFUSED = frozenset({47, 48, 49, 90})
-
-
-class EndTxnResult(enum.Enum):
-    """What one EndTxn answer means, named at the wire edge (the committer sorts by it)."""
-
-    ENDED = "ended"  # NONE: the transaction has the outcome asked for
-    RETRY_ELSEWHERE = "retry elsewhere"  # not (or no longer) the coordinator: look it up again
-    REFUSED = "refused"  # fenced / wrong state / unknown id: read the log for the outcome
-    UNKNOWN = "unknown"  # dropped connection, timeout, unexpected code: ask again
-
-
 @dataclass(frozen=True)
 class EndTxnOutcome:
+    """One EndTxn's answer. Only DONE says what became of the transaction: REFIND (a coordinator
+    that moved may have written PrepareCommit first) and REFUSED (an earlier attempt may have
+    committed) leave it to be found out (docs/design.md, invariant 9)."""
+
     transactional_id: str
     ok: bool
     error: KafkaProtocolError | ConnectionDroppedError | TimeoutError_ | None = None
@@ -267,19 +243,18 @@ class EndTxnOutcome:
     node: int = -1
 
     @property
-    def result(self) -> EndTxnResult:
+    def action(self) -> Action:
+        """What this answer asks for (:func:`..kafka_codes.classify`); a dropped connection or
+        a timeout: look the coordinator up again (its outcome is unknown)."""
         if self.ok:
-            return EndTxnResult.ENDED
+            return Action.DONE
         if isinstance(self.error, KafkaProtocolError):
-            if self.error.code in REFUSED:
-                return EndTxnResult.REFUSED
-            if self.error.code in COORDINATOR_MOVED or self.error.code in RETRY_IN_PLACE:
-                return EndTxnResult.RETRY_ELSEWHERE
-        return EndTxnResult.UNKNOWN
+            return classify(self.error.code)
+        return Action.REFIND
 
     @property
     def fenced(self) -> bool:
-        return isinstance(self.error, KafkaProtocolError) and self.error.code in (47, 49, 59, 90)
+        return isinstance(self.error, KafkaProtocolError) and self.error.code in FENCED
 
 
 def end_txns(
@@ -296,11 +271,12 @@ def end_txns(
     waits for its PrepareCommit to be replicated, and a broker serves one request per
     connection at a time. A connection that fails affects only the transactions it carried.
 
-    Retries CONCURRENT_TRANSACTIONS and COORDINATOR_LOAD_IN_PROGRESS at the same
-    coordinator until ``deadline_s``; every other answer is returned as it came, for the
-    caller to sort (see sink.driver.committer). A dropped connection (how Tansu answers a stale
-    producer epoch, and what a dying coordinator does) and a request timeout are reported as
-    that transaction's error: its outcome is unknown.
+    Retries what asks to be retried in place (``Action.RETRY``: CONCURRENT_TRANSACTIONS,
+    COORDINATOR_LOAD_IN_PROGRESS) at the same coordinator until ``deadline_s``; every other
+    answer is returned as it came, for the caller to sort (see sink.driver.committer). A
+    dropped connection (how Tansu answers a stale producer epoch, and what a dying
+    coordinator does) and a request timeout are reported as that transaction's error: its
+    outcome is unknown.
     """
     version = wire.version(EndTxnRequest)
     outcomes: dict[str, EndTxnOutcome] = {}
@@ -340,9 +316,10 @@ def end_txns(
         for (tid, who), resp in zip(pending, responses, strict=True):
             if tid in outcomes:
                 continue  # its lane failed: sorted above
-            if resp.error_code == 0:
+            action = classify(resp.error_code)
+            if action is Action.DONE:
                 outcomes[tid] = EndTxnOutcome(tid, True, node=coordinator_of[tid])
-            elif resp.error_code in RETRY_IN_PLACE and time.monotonic() < deadline:
+            elif action is Action.RETRY and time.monotonic() < deadline:
                 retry.append((tid, who))
             else:
                 outcomes[tid] = EndTxnOutcome(tid, False, for_code(resp.error_code)(
@@ -363,9 +340,10 @@ def coordinator_answers(wire: KafkaWire, node: int, transactional_id: str) -> bo
     """
     version = wire.version(FindCoordinatorRequest)
     if version >= 4:
-        request = FindCoordinatorRequest[version](key_type=1, coordinator_keys=[transactional_id])
+        request = FindCoordinatorRequest[version](key_type=TRANSACTION,
+                                                  coordinator_keys=[transactional_id])
     else:
-        request = FindCoordinatorRequest[version](key=transactional_id, key_type=1)
+        request = FindCoordinatorRequest[version](key=transactional_id, key_type=TRANSACTION)
     try:
         response = wire.request(node, request, f"FindCoordinator {transactional_id} (probe)")
     except (ConnectionDroppedError, TimeoutError_):

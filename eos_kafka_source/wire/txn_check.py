@@ -21,14 +21,13 @@ from kafka.protocol.admin.transactions import DescribeTransactionsRequest
 from kafka.protocol.producer import AddPartitionsToTxnRequest
 
 from ..errors import KafkaProtocolError, for_code
+from ..kafka_codes import Action, Code, classify
 from .cluster import TopicPartition
 from .connection import KafkaWire
 from .retry import Deadline
 from .spread import lane_errors, request_spread
 from .txn import (
-    COORDINATOR_MOVED,
     RETRY_CODES_BACKOFF_S,
-    RETRY_IN_PLACE,
     ProducerIdentity,
     add_partitions_error,
     add_partitions_request,
@@ -36,12 +35,6 @@ from .txn import (
 
 #: A transaction the coordinator holds open (Kafka's TransactionState name).
 ONGOING = "Ongoing"
-_UNSUPPORTED_VERSION = 35
-_PRODUCER_FENCED = 90
-#: DescribeTransactions answers meaning "no such transaction": the id expired or never ran.
-_TRANSACTIONAL_ID_NOT_FOUND = 105
-_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
-_COORDINATOR_NOT_AVAILABLE = 15
 
 Check = tuple[str, ProducerIdentity, Sequence[TopicPartition]]
 
@@ -73,7 +66,7 @@ def _describe_version(wire: KafkaWire) -> int | None:
     try:
         return wire.version(DescribeTransactionsRequest)
     except KafkaProtocolError as exc:
-        if exc.code == _UNSUPPORTED_VERSION:
+        if exc.code == Code.UNSUPPORTED_VERSION:
             return None
         raise
 
@@ -97,16 +90,16 @@ def _describe_check(wire: KafkaWire, version: int, coordinator_of: Mapping[str, 
                 if tid not in handed:
                     continue
                 code = state.error_code
-                if code in RETRY_IN_PLACE and not deadline.expired:
+                if classify(code) is Action.RETRY and not deadline.expired:
                     retry.add(tid)
-                elif code == _TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+                elif code == Code.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
                     raise for_code(code)(f"DescribeTransactions {tid}: checking the batch's "
                                          "transactions before committing them")
                 else:
                     results[tid] = _judge(tid, handed[tid], code, state)
         for tid in pending:  # an answer that left an id out: the caller looks it up again
             if tid not in results and tid not in retry:
-                results[tid] = for_code(_COORDINATOR_NOT_AVAILABLE)(
+                results[tid] = for_code(Code.COORDINATOR_NOT_AVAILABLE)(
                     f"DescribeTransactions gave no answer for {tid}")
         if retry:
             time.sleep(RETRY_CODES_BACKOFF_S)
@@ -117,10 +110,10 @@ def _describe_check(wire: KafkaWire, version: int, coordinator_of: Mapping[str, 
 def _judge(tid: str, who: ProducerIdentity, code: int,
            state: object) -> KafkaProtocolError | None:
     """One DescribeTransactions answer against what the task handed over."""
-    if code in COORDINATOR_MOVED or code in RETRY_IN_PLACE:
+    if classify(code) in (Action.RETRY, Action.REFIND):
         return for_code(code)(f"DescribeTransactions check of {tid} (producer "
                               f"{who.producer_id} epoch {who.epoch})")
-    if code == _TRANSACTIONAL_ID_NOT_FOUND:
+    if code == Code.TRANSACTIONAL_ID_NOT_FOUND:  # the id expired or never ran
         return for_code(code)(f"transaction {tid} (producer {who.producer_id} epoch "
                               f"{who.epoch}) is no longer live: the coordinator has no such id")
     if code:
@@ -130,7 +123,7 @@ def _judge(tid: str, who: ProducerIdentity, code: int,
             state.producer_epoch)  # type: ignore[attr-defined]
     if held == (ONGOING, who.producer_id, who.epoch):
         return None
-    return for_code(_PRODUCER_FENCED)(
+    return for_code(Code.PRODUCER_FENCED)(
         f"transaction {tid} (producer {who.producer_id} epoch {who.epoch}) is no longer "
         f"live: its coordinator holds state {held[0]}, producer {held[1]} epoch {held[2]}")
 
@@ -154,12 +147,12 @@ def _add_partitions_check(wire: KafkaWire, coordinator_of: Mapping[str, int],
         retry = []
         for (tid, who, parts), resp in zip(pending, responses, strict=True):
             code = add_partitions_error(resp)
-            if code in RETRY_IN_PLACE and not deadline.expired:
+            if classify(code) is Action.RETRY and not deadline.expired:
                 retry.append((tid, who, parts))
                 continue
             results[tid] = for_code(code)(
                 f"transaction {tid} (producer {who.producer_id} epoch {who.epoch}) is no "
-                "longer live" if code not in COORDINATOR_MOVED else
+                "longer live" if classify(code) is not Action.REFIND else
                 f"AddPartitionsToTxn check of {tid} (producer {who.producer_id} epoch "
                 f"{who.epoch})") if code else None
         if retry:

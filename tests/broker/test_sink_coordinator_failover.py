@@ -21,6 +21,7 @@ import pytest
 
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.errors import TransactionLostError
+from eos_kafka_source.kafka_codes import Action, Code
 from eos_kafka_source.sink.driver.committer import finish
 from eos_kafka_source.wire import (
     KafkaWire,
@@ -32,7 +33,6 @@ from eos_kafka_source.wire import (
     find_coordinators,
     spread,
 )
-from eos_kafka_source.wire.txn import EndTxnResult
 from tests.sink_harness import Harness, assert_once_on_kafka, await_path, vals
 from tests.waiting import until
 
@@ -141,10 +141,10 @@ def test_endtxns_spread_over_connections_and_every_node(kafka3, sink: Harness,
         outcomes = end_txns(wire, sent_to, txns, commit=True)
         for outcome in outcomes:
             if outcome.transactional_id in wrong:
-                assert outcome.result is EndTxnResult.RETRY_ELSEWHERE, outcome
-                assert outcome.error is not None and outcome.error.code == 16  # NOT_COORDINATOR
+                assert outcome.action is Action.REFIND, outcome
+                assert outcome.error is not None and outcome.error.code == Code.NOT_COORDINATOR
             else:
-                assert outcome.result is EndTxnResult.ENDED, outcome
+                assert outcome.action is Action.DONE, outcome
         report = finish(wire, handoffs, commit=True, coordinators=sent_to)
         assert report.ok and len(report.done) == tasks
     assert_once_on_kafka(sink, Counter(v for p in range(tasks) for v in vals(f"spread{p}", 3)))

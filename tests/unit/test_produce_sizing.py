@@ -6,7 +6,6 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from eos_kafka_source.errors import ConnectionDroppedError, TimeoutError_, for_code
 from eos_kafka_source.sink.task.batching import (
     BATCH_OVERHEAD,
     RECORD_OVERHEAD,
@@ -15,7 +14,7 @@ from eos_kafka_source.sink.task.batching import (
     split_by_bytes,
 )
 from eos_kafka_source.sink.task.produce import Verdict, verdict
-from eos_kafka_source.wire.retry import backoff_s, retriable, should_refind
+from eos_kafka_source.wire.retry import backoff_s
 
 
 @pytest.mark.parametrize(("code", "earlier", "expected"), [
@@ -34,14 +33,6 @@ from eos_kafka_source.wire.retry import backoff_s, retriable, should_refind
 ])
 def test_produce_verdicts(code: int, earlier: bool, expected: Verdict) -> None:
     assert verdict(code, earlier) is expected
-
-
-def test_coordinator_errors_that_mean_look_it_up_again() -> None:
-    for code in (14, 15, 16):
-        assert should_refind(for_code(code)("x")) and retriable(for_code(code)("x"))
-    assert should_refind(ConnectionDroppedError("x")) and should_refind(TimeoutError_("x"))
-    assert retriable(for_code(51)("x")) and not should_refind(for_code(51)("x"))
-    assert not retriable(for_code(90)("x")) and not should_refind(for_code(90)("x"))
 
 
 def test_backoff_grows_and_is_capped() -> None:

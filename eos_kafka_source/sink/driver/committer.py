@@ -4,20 +4,23 @@ Like Kafka's own producer (``TransactionManager.EndTxnHandler``), it keeps "unkn
 apart from "failed":
 
 - **done**: the coordinator answered NONE. Nothing else means committed.
-- **refused** (``EndTxnResult.REFUSED``): PRODUCER_FENCED (90; INVALID_PRODUCER_EPOCH, 47,
-  below v2), INVALID_PRODUCER_ID_MAPPING (49), INVALID_TXN_STATE (48), and a broker that
-  keeps closing the connection on one EndTxn while it answers other requests at once
-  (Tansu's answer to a stale epoch). These say the request failed, not that the
+- **refused** (``Action.REFUSED``, ``kafka_codes.py``): PRODUCER_FENCED
+  (INVALID_PRODUCER_EPOCH below v2), INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE, and a
+  broker that keeps closing the connection on one EndTxn while it answers other requests at
+  once (Tansu's answer to a stale epoch). These say the request failed, not that the
   transaction did not commit: the id may have been fenced by an operator, or expired,
   after a commit whose answer was lost. For a commit, the transaction's partitions are
   read (:mod:`.txn_log`): a COMMIT marker of its producer makes it **done**, an ABORT
   marker **lost**, no marker yet keeps it **unknown** (invariant 9).
-- **unknown**: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE (both can come back after
-  PrepareCommit reached the log: a new coordinator then completes the commit),
-  COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS, NETWORK_EXCEPTION, a dropped
-  connection, a timeout, no coordinator found: look the coordinator up again and retry
-  until the outcome is known or ``deadline_s`` passes. Whatever is still unknown then is
-  reported as such, never as lost: the caller keeps the decision.
+- **unknown** (``Action.REFIND`` and ``Action.RETRY``): NOT_COORDINATOR,
+  COORDINATOR_NOT_AVAILABLE (both can come back after PrepareCommit reached the log: a new
+  coordinator then completes the commit), COORDINATOR_LOAD_IN_PROGRESS,
+  CONCURRENT_TRANSACTIONS, NETWORK_EXCEPTION, a dropped connection, a timeout, no
+  coordinator found: look the coordinator up again and retry until the outcome is known or
+  ``deadline_s`` passes. Whatever is still unknown then is reported as such, never as lost:
+  the caller keeps the decision. An answer no retry helps (``Action.FATAL``, such as
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED, or ``Action.UNKNOWN``, a code Kafka's producer
+  does not handle either) ends the retries: what is still open is reported unknown.
 
 A transaction whose partitions disagree (ABORT in some, COMMIT in the others: an operator's
 ``kafka-transactions.sh abort`` of one partition) is **lost** and noted in ``partly_committed``:
@@ -43,22 +46,15 @@ from ...errors import (
     TransactionOutcomeUnknownError,
 )
 from ...faults import armed, fault_point
+from ...kafka_codes import Action, classify
 from ...wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, verify_txns
-from ...wire.txn import (
-    COORDINATOR_MOVED,
-    RETRY_IN_PLACE,
-    EndTxnOutcome,
-    EndTxnResult,
-    coordinator_answers,
-)
+from ...wire.txn import EndTxnOutcome, coordinator_answers
 from ..handoff import TxnHandoff
 from ..recall import TXN_COORDINATORS, reachable
 from .txn_log import LogOutcome, read_transaction
 
 log = logging.getLogger(__name__)
 
-#: EndTxn answers that end a transaction for good without our outcome (module docstring).
-DEFINITIVE = frozenset({47, 48, 49, 90})
 #: Errors of a whole round (finding coordinators, connecting) that say nothing of outcomes.
 _ROUND_ERRORS = (BrokerUnreachableError, ConnectionDroppedError, TimeoutError_,
                  KafkaProtocolError)
@@ -153,15 +149,15 @@ def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool,
             for handoff, outcome in zip(pending, outcomes, strict=True):
                 verdict = _sort(wire, outcome, drops)
                 tid = handoff.transactional_id
-                if verdict == "refused" and commit:
+                if verdict is Action.REFUSED and commit:
                     # The request was refused; whether the transaction committed is in the
                     # log (invariant 9): COMMIT is done, ABORT is lost, none yet unknown.
                     verdict, why = _from_log(wire, handoff, outcome, deadline, report)
                 else:
                     why = str(outcome.error)
-                if verdict == "done":
+                if verdict is Action.DONE:
                     report.done.append(handoff)
-                elif verdict == "refused":
+                elif verdict is Action.REFUSED:
                     report.lost.append((handoff, why))
                 else:
                     unknown[tid] = why
@@ -184,13 +180,12 @@ def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool,
     return report
 
 
-def _sort(wire: KafkaWire, outcome: EndTxnOutcome, drops: dict[str, int]) -> str:
-    """"done", "refused" or "unknown" for one EndTxn answer (module docstring)."""
-    result = outcome.result
-    if result is EndTxnResult.ENDED:
-        return "done"
-    if result is EndTxnResult.REFUSED:
-        return "refused"
+def _sort(wire: KafkaWire, outcome: EndTxnOutcome, drops: dict[str, int]) -> Action:
+    """What one EndTxn answer asks for: DONE, REFUSED, or anything else: its outcome is
+    unknown, ask again (module docstring)."""
+    action = outcome.action
+    if action in (Action.DONE, Action.REFUSED):
+        return action
     if isinstance(outcome.error, ConnectionDroppedError):
         # Ask the broker again, do not assume: a coordinator that answers at once right
         # after closing the connection on this EndTxn closed it on purpose (Tansu's answer
@@ -199,38 +194,37 @@ def _sort(wire: KafkaWire, outcome: EndTxnOutcome, drops: dict[str, int]) -> str
         if outcome.node >= 0 and coordinator_answers(wire, outcome.node, tid):
             drops[tid] = drops.get(tid, 0) + 1
             if drops[tid] >= _REJECTING_DROPS:
-                return "refused"
-    return "unknown"  # a moved coordinator, a timeout, an unexpected code
+                return Action.REFUSED
+    return action  # a moved coordinator, a timeout, an unexpected code
 
 
 def _from_log(wire: KafkaWire, handoff: TxnHandoff, outcome: EndTxnOutcome,
-              deadline: float, report: FinishReport) -> tuple[str, str]:
-    """A refused commit's verdict, read from the transaction's partitions."""
+              deadline: float, report: FinishReport) -> tuple[Action, str]:
+    """A refused commit's verdict, read from the transaction's partitions: DONE, REFUSED,
+    or REFIND while no marker says (ask again)."""
     found = read_transaction(wire, handoff,
                              deadline_s=max(min(10.0, deadline - time.monotonic()), 0.5))
     said = f"{outcome.error}; the log: {found.why}"
     if found.outcome is LogOutcome.COMMITTED:
         log.warning("eoskafka: %s was refused but had committed (%s)",
                     handoff.transactional_id, said)
-        return "done", said
+        return Action.DONE, said
     if found.outcome is LogOutcome.PARTIAL:
         report.partly_committed.add(handoff.transactional_id)
-        return "refused", said
+        return Action.REFUSED, said
     if found.outcome is LogOutcome.ABORTED:
-        return "refused", said
+        return Action.REFUSED, said
     if found.outcome is LogOutcome.GONE:
         # Over, and its records and marker deleted: it may have committed, so its decision
         # is never voided; the log's remaining aborted partitions are copied, the rest lost.
         report.uncertain.add(handoff.transactional_id)
-        return "refused", said
-    return "unknown", said
+        return Action.REFUSED, said
+    return Action.REFIND, said
 
 
 def _gives_up(outcomes: list[EndTxnOutcome]) -> bool:
-    """Whether an answer makes retrying pointless (an unexpected, non-retriable code)."""
-    return any(isinstance(o.error, KafkaProtocolError) and o.error.code not in DEFINITIVE
-               and o.error.code not in RETRY_IN_PLACE and o.error.code not in COORDINATOR_MOVED
-               for o in outcomes)
+    """Whether an answer makes retrying pointless (a fatal or unexpected code)."""
+    return any(o.action in (Action.FATAL, Action.UNKNOWN) for o in outcomes)
 
 
 def outcome_unknown(batch_id: int | None, report: FinishReport, doing: str, *,
@@ -308,7 +302,7 @@ def liveness(wire: KafkaWire, handoffs: list[TxnHandoff], *,
         else:
             moved = []
             for h, e in zip(pending, errors, strict=True):
-                if e is not None and e.code in COORDINATOR_MOVED | RETRY_IN_PLACE:
+                if e is not None and classify(e.code) in (Action.REFIND, Action.RETRY):
                     moved.append(h)
                 elif e is not None:
                     dead.append((h, str(e)))

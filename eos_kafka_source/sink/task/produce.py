@@ -26,27 +26,22 @@ from ...errors import (
     TimeoutError_,
     for_code,
 )
+from ...kafka_codes import LEADER_MOVED, Code
 from ...wire import KafkaWire, produce_errors, produce_request
 from ...wire.retry import LOST_NODE, Deadline
 from ...wire.txn import produce_offsets
 
 TopicPartition = tuple[str, int]
 
-#: Produce codes that say "this leader cannot take it now; ask again for the leader".
-RETRY_CODES = frozenset({
-    3,   # UNKNOWN_TOPIC_OR_PARTITION: metadata not yet on this broker
-    5,   # LEADER_NOT_AVAILABLE
-    6,   # NOT_LEADER_OR_FOLLOWER
-    7,   # REQUEST_TIMED_OUT
-    13,  # NETWORK_EXCEPTION
-    19,  # NOT_ENOUGH_REPLICAS
-    20,  # NOT_ENOUGH_REPLICAS_AFTER_APPEND (appended, not replicated: a re-send is a duplicate)
-    74,  # FENCED_LEADER_EPOCH
-    75,  # UNKNOWN_LEADER_EPOCH
-})
-_OUT_OF_ORDER, _DUPLICATE = 45, 46
-_TOO_LARGE = frozenset({10, 18})
-_INVALID_TIMESTAMP = 32
+#: Produce codes that say "this leader cannot take it now; ask again for the leader":
+#: UNKNOWN_TOPIC_OR_PARTITION (metadata not yet on this broker), a leader that moved, a
+#: timeout, and NOT_ENOUGH_REPLICAS_AFTER_APPEND (appended, not replicated: a re-send is a
+#: duplicate, which the sequence drops).
+RETRY_CODES = LEADER_MOVED | {
+    Code.UNKNOWN_TOPIC_OR_PARTITION, Code.REQUEST_TIMED_OUT, Code.NETWORK_EXCEPTION,
+    Code.NOT_ENOUGH_REPLICAS, Code.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+}
+_TOO_LARGE = frozenset({Code.MESSAGE_TOO_LARGE, Code.RECORD_LIST_TOO_LARGE})
 
 
 class Verdict(enum.Enum):
@@ -61,9 +56,9 @@ def verdict(code: int, earlier_unacked: bool) -> Verdict:
     ``earlier_unacked``: a batch with a lower sequence of the same partition is not yet
     acknowledged, so OUT_OF_ORDER_SEQUENCE_NUMBER only says that one failed first.
     """
-    if code in (0, _DUPLICATE):
+    if code in (Code.NONE, Code.DUPLICATE_SEQUENCE_NUMBER):
         return Verdict.ACKED
-    if code in RETRY_CODES or (code == _OUT_OF_ORDER and earlier_unacked):
+    if code in RETRY_CODES or (code == Code.OUT_OF_ORDER_SEQUENCE_NUMBER and earlier_unacked):
         return Verdict.RETRY
     return Verdict.FATAL
 
@@ -143,7 +138,8 @@ class ProducePipeline:
 
     def _send(self, node: int, batches: list[Batch]) -> None:
         if node < 0:  # no leader known (being elected): like a lost one
-            self._failed(batches, for_code(5)(f"Produce by {self.what}: no leader"))
+            self._failed(batches, for_code(Code.LEADER_NOT_AVAILABLE)(
+                f"Produce by {self.what}: no leader"))
             return
         request = produce_request(self.wire, self.transactional_id,
                                   {b.tp: b.data for b in batches}, self.request_timeout_ms)
@@ -223,7 +219,8 @@ class ProducePipeline:
             node = self.leader(tp)
             if node < 0:
                 self._retry.add(tp)
-                self._last_error[tp] = for_code(5)(f"partition {tp[0]}-{tp[1]} has no leader")
+                self._last_error[tp] = for_code(Code.LEADER_NOT_AVAILABLE)(
+                    f"partition {tp[0]}-{tp[1]} has no leader")
                 return
             self.retries += 1
             self._send(node, [batch])
@@ -242,7 +239,7 @@ class ProducePipeline:
 
     def _fatal(self, batch: Batch, code: int, message: str | None) -> Exception:
         tp = f"{batch.tp[0]}-{batch.tp[1]}"
-        if code == _INVALID_TIMESTAMP:
+        if code == Code.INVALID_TIMESTAMP:
             return InvalidTimestampError(
                 f"{tp}: the broker refused the records' timestamps (the `timestamp` column; the "
                 f"batch's latest is {_iso(batch.max_timestamp)}): Kafka 4 refuses timestamps "
@@ -257,7 +254,7 @@ class ProducePipeline:
                 f"{tp}: a batch of {batch.count} records ({len(batch.data)} bytes) was rejected "
                 "as too large; raise the topic's max.message.bytes (a single record must fit on "
                 "its own)")
-        if code == _OUT_OF_ORDER:
+        if code == Code.OUT_OF_ORDER_SEQUENCE_NUMBER:
             message = (message or "") + (
                 " (the broker lost records this producer had written: an unclean leader "
                 "election or a truncated log; the task fails and its transaction is not "

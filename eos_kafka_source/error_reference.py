@@ -24,7 +24,7 @@ from . import errors
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "errors.md"
 #: The commands whose docstrings describe a ``--json`` document.
-JSON_COMMANDS = ("audit", "broker", "fence", "lag", "migrate", "txns")
+JSON_COMMANDS = ("audit", "broker", "fence", "lag", "migrate", "registry", "txns")
 
 
 @dataclass(frozen=True)
@@ -274,6 +274,14 @@ ENTRIES: tuple[Entry, ...] = (
           "Maven",
           "no `java` or `mvn` on the PATH",
           _NO, "install Java 17+ and Maven, or use the embedded broker"),
+    Entry("EOSKAFKA_REGISTRY_UNAVAILABLE",
+          "the development schema registry (`eoskafka registry`, the format tests) cannot be "
+          "fetched or started",
+          "no JDK 21 or newer (Apicurio Registry needs one), no `mvn` to fetch it once, "
+          "Maven Central unreachable, or the registry exiting while it starts (its log is "
+          "named)",
+          _NO, "install a JDK 21+ (or point `JAVA_HOME` at one) and Maven, as the message "
+          "says; or use a registry you run elsewhere"),
     Entry("EOSKAFKA_USAGE",
           "an `eoskafka` command line is incomplete or contradicts itself (exit code 2)",
           "a missing `--bootstrap-server`, two options that exclude each other",

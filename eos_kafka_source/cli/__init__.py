@@ -3,6 +3,7 @@
 Commands (``eoskafka COMMAND --help`` shows examples for each):
 
 - ``broker``  run the embedded development broker in the foreground;
+- ``registry`` run a schema registry for development (Apicurio Registry) in the foreground;
 - ``txns``    a sink's decision log, id pool and the open transactions on its topics;
 - ``fence``   (alias ``abort``) close lingering transactions of a transactional-id prefix;
 - ``audit``   a topic's committed view resolved from markers: counts and duplicates;
@@ -32,11 +33,11 @@ from contextlib import contextmanager
 from .. import __version__
 from ..errors import EosKafkaError
 from . import _common as c
-from . import audit, broker, fence, lag, migrate, txns
+from . import audit, broker, fence, lag, migrate, registry, txns
 
 __all__ = ["main"]
 
-_COMMANDS = (broker, txns, fence, audit, lag, migrate)
+_COMMANDS = (broker, registry, txns, fence, audit, lag, migrate)
 
 
 def build_parser() -> argparse.ArgumentParser:

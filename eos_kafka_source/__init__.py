@@ -15,9 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import logs
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "register"]
+
+logs.configure()  # EOSKAFKA_LOG_LEVEL: eoskafka's INFO lines on stderr (logs.py)
 
 
 def register(spark: Any) -> None:

@@ -11,8 +11,8 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 .PHONY: setup kafka-jars registry-app test test-tansu test-tansu-all test-kafka test-kafka-faults \
 	test-kafka-faults-broker test-kafka-faults-spark test-kafka39 test-fast test-faults lint demo \
 	demo-docker availability bench bench-setup bench-latency bench-scale bench-longrun bench-connector bench-formats contrast chaos \
-	chaos-operator failover sweep explore explore-ci smoke-spark smoke-spark-deps smoke-spark40 kerberos-deps \
-	release clean
+	chaos-operator failover sweep explore explore-ci explore-formats smoke-spark smoke-spark-deps \
+	smoke-spark40 kerberos-deps release clean
 
 setup: $(STAMP)
 
@@ -118,15 +118,17 @@ test-kafka: kafka-jars kerberos-deps registry-app
 ## The heavy fault cases on Apache Kafka (3-node coordinator and leader failover, transaction
 ## timeouts, driver kills): their own target, run by CI at a lane's end. Its two halves
 ## (the broker-level cases, the Spark ones) are targets too, so CI can put them in
-## different lanes.
+## different lanes. The Spark half carries the payload explorer's daily seed
+## (tests/formats/test_formats_explorer.py, about a minute; `make explore-formats`).
 test-kafka-faults: kafka-jars
-	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m faults tests/broker tests/spark
+	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m faults tests/broker tests/spark \
+	  tests/formats
 
 test-kafka-faults-broker: kafka-jars
 	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m faults tests/broker
 
 test-kafka-faults-spark: kafka-jars
-	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m faults tests/spark
+	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m faults tests/spark tests/formats
 
 KAFKA39_TESTS := tests/broker/test_sink_protocol.py tests/broker/test_wire.py \
 	tests/broker/test_batch_write_abort.py tests/broker/test_tansu_quirks.py
@@ -310,6 +312,24 @@ explore: kafka-jars
 
 explore-ci: kafka-jars
 	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q -s tests/broker/test_explorer.py
+
+## The payload explorer (tests/formats/explorer; CONTRIBUTING.md): generated Avro, Protobuf
+## and JSON Schema schemas and values read and written by eoskafka and by the reference
+## decoders (spark-avro's from_avro with fastavro and Confluent's deserializer; protobuf's
+## runtime; jsonschema); a new difference is shrunk and printed as a test case, and the
+## known-difference lists (tests/formats/explorer/known_differences/) are judged.
+## FORMATS_SEEDS seeds of FORMATS_PER_SEED schemas per format from FORMATS_FIRST_SEED
+## (default 20 x 100: 2,000 per format, about 7 min for Avro's on 2 busy cores, under a
+## minute for the others); FORMATS_BUDGET=S stops each format's seeds after S seconds;
+## FORMATS=avro (or protobuf, json) runs one. CI runs a seed of the date per format in
+## `make test-kafka-faults-spark`.
+FORMATS_SEEDS ?= 20
+FORMATS_PER_SEED ?= 100
+FORMATS_FIRST_SEED ?= 1
+explore-formats: setup
+	$(PY) -m tests.formats.explorer --seeds $(FORMATS_SEEDS) --first $(FORMATS_FIRST_SEED) \
+	  --per-seed $(FORMATS_PER_SEED) $(if $(FORMATS_BUDGET),--budget $(FORMATS_BUDGET)) \
+	  $(foreach f,$(FORMATS),--format $(f))
 
 ## Smoke set (pytest -m smoke) on every older supported Spark minor, each in its own venv
 ## (.venv-spark4.0 ...); the newest (4.3) is the main venv's and runs in `make test`.

@@ -112,7 +112,8 @@ def to_raw(arr: pa.Array, node: Node) -> pa.Array:
 
 def _floor_div(arr: pa.Array, by: int) -> pa.Array:
     """Spark's ``Math.floorDiv`` (micros to millis), column-wise."""
-    values = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset:arr.offset + len(arr)]
+    # count and offset: a child of a null list may have a buffer that is not whole int64s
+    values = np.frombuffer(arr.buffers()[1], np.int64, count=len(arr), offset=arr.offset * 8)
     out = np.floor_divide(values, by)
     return pa.Array.from_buffers(pa.int64(), len(arr), [_validity(arr), pa.py_buffer(out)])
 

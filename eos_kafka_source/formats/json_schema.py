@@ -24,7 +24,7 @@ from ..errors import ConfigError, PayloadEncodeError
 from . import framing
 from .gcpause import gc_paused
 from .json_check import Checker
-from .json_schema_types import Resolver, schema_for, to_arrow
+from .json_schema_types import Required, Resolver, required_by_place, schema_for, to_arrow
 from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup
 from .writers import writer_or_reason
 
@@ -272,32 +272,41 @@ def _json_ready(arr: pa.Array) -> pa.Array:
         if values.type == typ.value_type:
             return arr
         return pa.ListArray.from_arrays(arr.offsets, values, mask=arr.is_null())
+    if pa.types.is_map(typ):
+        items = _json_ready(arr.items)
+        if items.type == typ.item_type:
+            return arr
+        return pa.MapArray.from_arrays(arr.offsets, arr.keys, items, mask=arr.is_null())
     return arr
 
 
-def _prepare(arrow: pa.DataType, keep: set[str]) -> Convert | None:
+def _prepare(arrow: pa.DataType, keep: Required, place: str = "") -> Convert | None:
     """How a ``to_pylist`` value of ``arrow`` becomes what json.dumps writes: null
-    properties left out (JSON Schema's "absent") except those some object of the schema
-    requires (written as null, for the check to judge), maps (pairs) as objects. None where
-    the value is written as is. Compiled once per column type: no isinstance per value."""
+    properties left out (JSON Schema's "absent") except those their own object requires
+    (``keep`` by place: written as null, for the check to judge), maps (pairs) as objects.
+    None where the value is written as is. Compiled once per column type: no isinstance
+    per value."""
     if pa.types.is_struct(arrow):
-        nested = [(f.name, c) for f in arrow if (c := _prepare(f.type, keep)) is not None]
+        names = keep.get(place, frozenset())
+        nested = [(f.name, c) for f in arrow
+                  if (c := _prepare(f.type, keep, f"{place}.{f.name}" if place else f.name))
+                  is not None]
         if not nested:
-            return lambda row: {k: v for k, v in row.items() if v is not None or k in keep}
+            return lambda row: {k: v for k, v in row.items() if v is not None or k in names}
 
         def struct(row: dict[str, Any]) -> dict[str, Any]:
             for name, conv in nested:
                 if row[name] is not None:
                     row[name] = conv(row[name])
-            return {k: v for k, v in row.items() if v is not None or k in keep}
+            return {k: v for k, v in row.items() if v is not None or k in names}
         return struct
     if pa.types.is_map(arrow):
-        item = _prepare(arrow.item_type, keep)
+        item = _prepare(arrow.item_type, keep, f"{place}{{}}")
         if item is None:
             return dict
         return lambda pairs: {k: None if v is None else item(v) for k, v in pairs}
     if pa.types.is_list(arrow) or pa.types.is_large_list(arrow):
-        element = _prepare(arrow.value_type, keep)
+        element = _prepare(arrow.value_type, keep, f"{place}[]")
         if element is None:
             return None
         return lambda items: [None if v is None else element(v) for v in items]
@@ -322,7 +331,7 @@ class JsonEncoder:
             values = values.combine_chunks()
         ready = _json_ready(values)
         rows = ready.to_pylist()  # maps as pairs: maps_as_pydicts is 7x slower
-        prepare = _prepare(ready.type, self.resolver.required_names())
+        prepare = _prepare(ready.type, required_by_place(self.resolver))
         header = framing.header(self.schema.id)
         dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False,
                                  allow_nan=False).encode

@@ -81,32 +81,24 @@ class Resolver:
                      for name, doc in self.documents.items()]
         return Registry().with_resources(resources)
 
-    def required_names(self) -> set[str]:
-        """Every property name some object of the schema requires."""
-        names: set[str] = set()
-
-        def walk(node: Any) -> None:
-            if isinstance(node, dict):
-                required = node.get("required")
-                if isinstance(required, list):
-                    names.update(r for r in required if isinstance(r, str))
-                for value in node.values():
-                    walk(value)
-            elif isinstance(node, list):
-                for value in node:
-                    walk(value)
-
-        walk(self.document)
-        for doc in self.documents.values():
-            walk(doc)
-        return names
-
 
 def to_arrow(resolver: Resolver) -> pa.DataType:
     """The Arrow type of the schema's root. Raises ConfigError naming the JSON pointer of
     the first part that has none."""
     arrow, _ = _type(resolver, resolver.document, resolver.document, "#", ())
     return arrow
+
+
+#: Each object's required property names by its place in the column: ``""`` the root,
+#: ``a.b`` a nested object, ``a[]`` an array's items, ``a{}`` a map's values.
+Required = dict[str, frozenset[str]]
+
+
+def required_by_place(resolver: Resolver) -> Required:
+    """Which properties each object of the column requires (a writer keeps their nulls)."""
+    found: Required = {}
+    _type(resolver, resolver.document, resolver.document, "#", (), "", found)
+    return found
 
 
 def _unmappable(resolver: Resolver, pointer: str, why: str) -> ConfigError:
@@ -116,8 +108,10 @@ def _unmappable(resolver: Resolver, pointer: str, why: str) -> ConfigError:
 
 
 def _type(resolver: Resolver, node: Any, document: Any, pointer: str,
-          seen: tuple[str, ...]) -> tuple[pa.DataType, bool]:
-    """(Arrow type, whether null is allowed) of one schema node."""
+          seen: tuple[str, ...], place: str = "", required: Required | None = None
+          ) -> tuple[pa.DataType, bool]:
+    """(Arrow type, whether null is allowed) of one schema node; ``required`` collects
+    each object's required names by ``place`` (see :data:`Required`)."""
     if node is True or node == {}:
         raise _unmappable(resolver, pointer, "any value is allowed")
     if not isinstance(node, dict):
@@ -126,7 +120,7 @@ def _type(resolver: Resolver, node: Any, document: Any, pointer: str,
         target, doc, where = resolver.resolve(node["$ref"], document, pointer)
         if where in seen:
             raise _unmappable(resolver, pointer, f"$ref {node['$ref']!r} is recursive")
-        return _type(resolver, target, doc, where, seen + (where,))
+        return _type(resolver, target, doc, where, seen + (where,), place, required)
     for key in ("anyOf", "oneOf"):
         if key in node:
             options = node[key]
@@ -134,10 +128,12 @@ def _type(resolver: Resolver, node: Any, document: Any, pointer: str,
             if len(real) != 1:
                 raise _unmappable(resolver, f"{pointer}/{key}",
                                   f"{key} allows {len(real)} shapes")
-            arrow, nullable = _type(resolver, real[0], document, f"{pointer}/{key}/0", seen)
+            arrow, nullable = _type(resolver, real[0], document, f"{pointer}/{key}/0", seen,
+                                    place, required)
             return arrow, nullable or len(real) < len(options)
     if "allOf" in node and len(node["allOf"]) == 1:
-        return _type(resolver, node["allOf"][0], document, f"{pointer}/allOf/0", seen)
+        return _type(resolver, node["allOf"][0], document, f"{pointer}/allOf/0", seen, place,
+                     required)
     if "allOf" in node:
         raise _unmappable(resolver, f"{pointer}/allOf", "allOf combines several schemas")
     declared = node.get("type")
@@ -166,22 +162,27 @@ def _type(resolver: Resolver, node: Any, document: Any, pointer: str,
         if not isinstance(items, dict):
             raise _unmappable(resolver, f"{pointer}/items", "the array's items have no single "
                               "schema")
-        element, _ = _type(resolver, items, document, f"{pointer}/items", seen)
+        element, _ = _type(resolver, items, document, f"{pointer}/items", seen,
+                           f"{place}[]", required)
         return pa.list_(element), nullable
     if kind == "object":
         properties = node.get("properties")
         if properties:
-            required = set(node.get("required", ()))
+            names = set(node.get("required", ()))
+            if required is not None:
+                required[place] = frozenset(names & set(properties))
             fields = []
             for name, sub in properties.items():
                 arrow, sub_nullable = _type(resolver, sub, document,
-                                            f"{pointer}/properties/{name}", seen)
+                                            f"{pointer}/properties/{name}", seen,
+                                            f"{place}.{name}" if place else name, required)
                 fields.append(pa.field(name, arrow, nullable=sub_nullable or
-                                       name not in required))
+                                       name not in names))
             return pa.struct(fields), nullable
         extra = node.get("additionalProperties")
         if isinstance(extra, dict) and extra:
-            value, _ = _type(resolver, extra, document, f"{pointer}/additionalProperties", seen)
+            value, _ = _type(resolver, extra, document, f"{pointer}/additionalProperties", seen,
+                             f"{place}{{}}", required)
             return pa.map_(pa.string(), value), nullable
         raise _unmappable(resolver, pointer, "an object without properties or typed "
                           "additionalProperties")

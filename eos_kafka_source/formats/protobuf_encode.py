@@ -83,7 +83,24 @@ def _value_converter(field: descriptor.FieldDescriptor, arrow: pa.DataType,
                                  "column")
     if pa.types.is_decimal(arrow):
         return int
+    if field.type == _F.TYPE_ENUM and not field.enum_type.is_closed:
+        return _open_enum(field.enum_type)
     return None
+
+
+def _open_enum(enum: descriptor.EnumDescriptor) -> Convert:
+    """A proto3 (open) enum's value: a name, or the digits a number without one reads as
+    (docs/formats.md), which the message takes back as that number."""
+    names = enum.values_by_name
+
+    def value(v: Any) -> Any:
+        if v in names or not isinstance(v, str):
+            return v
+        try:
+            return int(v)
+        except ValueError:
+            return v  # not a number either: the message refuses it, naming the field
+    return value
 
 
 def _field_converter(field: descriptor.FieldDescriptor, arrow: pa.DataType,

@@ -1,0 +1,63 @@
+"""A generated case, a difference a reference found in it, and the one-schema lookup the
+codecs read it with (no registry)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from eos_kafka_source.formats.schemas import RegisteredSchema
+from tests.formats.explorer.values import dumps
+
+#: The formats and the reference each is judged by (the known-difference file's name).
+REFERENCES = {"avro": "spark_avro", "protobuf": "protobuf", "json": "jsonschema"}
+
+
+@dataclass
+class Case:
+    """One schema and the values written with it (None: a null payload)."""
+
+    fmt: str
+    schema: Any
+    values: list[Any]
+    seed: int = 0
+    index: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.fmt} seed {self.seed} case {self.index}"
+
+    def printed(self) -> str:
+        """The case as one line of JSON: ``python -m tests.formats.explorer --case`` and
+        the known-difference files take it back."""
+        return dumps({"format": self.fmt, "schema": self.schema, "values": self.values})
+
+
+@dataclass
+class Difference:
+    """Where eoskafka and the reference disagree on a case. ``check``: schema (one refuses
+    what the other takes), type (the column types differ), read (rows differ), write (what
+    eoskafka wrote does not read back equal)."""
+
+    case: Case
+    check: str
+    detail: str
+    features: set[str] = field(default_factory=set)
+
+    def kind(self) -> tuple[str, str]:
+        return self.case.fmt, self.check
+
+
+@dataclass
+class OneSchema:
+    """A SchemaLookup holding one schema (the codecs' registry, for a case)."""
+
+    schema: RegisteredSchema
+
+    def by_id(self, schema_id: int) -> RegisteredSchema:
+        if schema_id != self.schema.id:
+            raise KeyError(schema_id)
+        return self.schema
+
+    def version(self, subject: str, version: int | str) -> RegisteredSchema:
+        raise KeyError(subject)

@@ -1,0 +1,111 @@
+"""spark-avro's ``from_avro`` as the oracle, many schemas in one Spark job.
+
+Each case is a binary column of one DataFrame (its Avro bodies, header stripped, null
+padded); each column is read with its own schema by ``from_avro`` (PERMISSIVE: a record
+Spark cannot read is null, which the explorer compares with eoskafka's refusal). A schema
+Spark refuses at analysis is told apart first, column by column; if the one job still
+fails (a value Spark refuses at run time), the batch is halved until the column that fails
+it is found, and its refusal is the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+
+@dataclass
+class SparkRead:
+    """What Spark made of one case: its type and rows, or why it refused."""
+
+    data_type: Any = None
+    rows: pa.Array | None = None
+    refused: str | None = None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+def session(cores: int = 1) -> Any:
+    """A local SparkSession with spark-avro 4.2.0 (fetched once, like the format tests')."""
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    from eos_kafka_source.apache_kafka.spark_connector import AVRO_ARTIFACT, connector_jars
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    jars = ",".join(str(p) for p in connector_jars(None, AVRO_ARTIFACT))
+    spark = (SparkSession.builder.master(f"local[{cores}]").appName("eoskafka-explore-formats")
+             .config("spark.jars", jars).config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.shuffle.partitions", "1").getOrCreate())
+    spark.sparkContext.setLogLevel("OFF")
+    return spark
+
+
+def read_all(spark: Any, cases: list[tuple[str, list[bytes | None]]]) -> list[SparkRead]:
+    """``cases``: (schema JSON, bodies) each; one :class:`SparkRead` per case."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    height = max((len(b) for _, b in cases), default=0)
+    table = pa.table({f"c{k}": pa.array(bodies + [None] * (height - len(bodies)), pa.binary())
+                      for k, (_, bodies) in enumerate(cases)})
+    df = spark.createDataFrame(table) if cases else None
+    out = [SparkRead() for _ in cases]
+    _analyse(df, [(k, schema) for k, (schema, _) in enumerate(cases)], out)
+    _collect(df, {k: from_avro(F.col(f"c{k}"), schema, {"mode": "PERMISSIVE"}).alias(f"c{k}")
+                  for k, (schema, _) in enumerate(cases) if out[k].refused is None}, out)
+    for read, (_, bodies) in zip(out, cases, strict=True):
+        if read.rows is not None:
+            read.rows = read.rows[:len(bodies)]
+    return out
+
+
+def _analyse(df: Any, schemas: list[tuple[int, str]], out: list[SparkRead]) -> None:
+    """Each column's type as FAILFAST gives it (PERMISSIVE makes every field nullable), all
+    at once; halved until the schema Spark refuses is found."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    if not schemas:
+        return
+    try:
+        fields = df.select(*[from_avro(F.col(f"c{k}"), schema).alias(f"c{k}")
+                             for k, schema in schemas]).schema.fields
+    except Exception as exc:  # noqa: BLE001 - Spark's refusal is the oracle's answer
+        if len(schemas) == 1:
+            out[schemas[0][0]].refused = f"spark-avro refuses the schema: {_first_line(exc)}"
+            return
+        half = len(schemas) // 2
+        _analyse(df, schemas[:half], out)
+        _analyse(df, schemas[half:], out)
+        return
+    for (k, _), f in zip(schemas, fields, strict=True):
+        out[k].data_type = f.dataType
+
+
+def _collect(df: Any, columns: dict[int, Any], out: list[SparkRead]) -> None:
+    if not columns:
+        return
+    keys = sorted(columns)
+    try:
+        table = df.select(*[columns[k] for k in keys]).toArrow()
+    except Exception as exc:  # noqa: BLE001 - halve until the failing column is found
+        if len(keys) == 1:
+            out[keys[0]].refused = f"spark-avro fails reading it: {_first_line(exc)}"
+            return
+        half = len(keys) // 2
+        _collect(df, {k: columns[k] for k in keys[:half]}, out)
+        _collect(df, {k: columns[k] for k in keys[half:]}, out)
+        return
+    for k in keys:
+        out[k].rows = table.column(f"c{k}").combine_chunks()

@@ -109,10 +109,10 @@ def partition_verification(bootstrap: str, on: bool) -> None:
         assert [r.error_code for r in answer.responses] == [0], answer
 
 
-def strand(query: Query, handoff: Any) -> Any:
-    """``handoff``'s transaction with :func:`stray_rows` appended to a partition it did not
-    write (no AddPartitionsToTxn: its coordinator never hears of it), stamped
-    :data:`IDLE_MS` ago; the returned hand-off lists that partition too."""
+def strand(query: Query, handoff: Any, values: list[bytes] | None = None) -> Any:
+    """``handoff``'s transaction with ``values`` (default :func:`stray_rows`) appended to a
+    partition it did not write (no AddPartitionsToTxn: its coordinator never hears of it),
+    stamped :data:`IDLE_MS` ago; the returned hand-off lists that partition too."""
     import dataclasses
 
     from eos_kafka_source.client.config import ClientConfig
@@ -120,15 +120,15 @@ def strand(query: Query, handoff: Any) -> Any:
     from eos_kafka_source.wire import KafkaWire, fetch_metadata, produce_errors, produce_request
     from eos_kafka_source.wire.txn import produce_offsets
 
-    tp = (query.topic, min(set(range(HANGING_PARTITIONS)) - {p for _, p, _ in
-                                                             handoff.partitions}))
-    values = stray_rows(query.topic)
+    values = values or stray_rows(query.topic)
     batch = encode_batch([None] * len(values), values, int(time.time() * 1000) - IDLE_MS,
                          producer_id=handoff.producer_id, producer_epoch=handoff.epoch,
                          base_sequence=0, transactional=True)
     config = ClientConfig.from_options({"kafka.bootstrap.servers": query.bootstrap})
     deadline = time.monotonic() + 60
     with KafkaWire(config) as wire:
+        partitions = set(fetch_metadata(wire, [query.topic])[query.topic].leaders)
+        tp = (query.topic, min(partitions - {p for _, p, _ in handoff.partitions}))
         while True:  # the dynamic setting reaches every broker within moments
             request = produce_request(wire, handoff.transactional_id, {tp: batch}, 30000)
             leader = fetch_metadata(wire, [tp[0]])[tp[0]].leaders[tp[1]]

@@ -131,9 +131,12 @@ class Chooser:
         return Action(kind)
 
     def _crash(self, state: State) -> Action:
-        path = self._pick({"commit": 7.0, "lost": 2.0, "abort": 1.0})
+        path = self._pick({"commit": 7.0, "lost": 2.0, "abort": 1.0, "hanging": 1.0})
         if path == "abort":
             return Action("crash", self.rng.choice(ABORT_POINTS), path=path)
+        if path == "hanging":  # only points past the decision: an undecided stray hangs
+            return Action("crash", self._pick(dict.fromkeys(
+                ("", *HANGING_POINTS, *RECOVER_POINTS), 1.0)), path=path)
         recover = 15.0 if state.lost else 0.3
         weights = {p: recover if p in RECOVER_POINTS else 1.0 for p in COMMIT_POINTS}
         if path == "lost":

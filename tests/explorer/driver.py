@@ -5,7 +5,11 @@ it never meets lets the batch run to its end; what the batch raised is printed.
 
 Paths: ``commit``; ``abort`` (the commit raises before its decision, Spark's abort runs);
 ``lost`` (the batch is decided, then a zombie fences task 1's transaction before its
-EndTxn; armed from the commit on: its zombie needs the tasks' transactions open).
+EndTxn; armed from the commit on: its zombie needs the tasks' transactions open);
+``hanging`` (task 0 writes its rows unkeyed, one partition, but for its last three, which
+its producer appends to another partition its coordinator never hears of, stamped long
+ago: the commit's confirmation finds that partition hanging and ends it with eoskafka's own
+ABORT, then copies it; partition verification must be off, as the world sets it).
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ import sys
 from pathlib import Path
 
 from eos_kafka_source import faults
-from tests.crash_driver import Query, _nth_kill, arm, lose_task_1
+from tests.crash_driver import ROWS, Query, _nth_kill, arm, lose_task_1, rows, strand
 
-PATHS = ("commit", "abort", "lost")
+PATHS = ("commit", "abort", "lost", "hanging")
+#: ``hanging``: task 0's rows stranded on a partition of their own.
+STRANDED = 3
 #: Exit status of a batch that raised (its errors printed, one ``raised`` line each).
 RAISED = 4
 
@@ -30,6 +36,17 @@ def one_batch(query: Query, fault: str, gate: Path, batch: int, tag: str, new_ru
     if path == "lost":
         writer = query.plan(batch, new_run=new_run)
         lose_task_1(query, batch, gate, fault, tag=tag, writer=writer)
+        return
+    if path == "hanging":
+        writer = query.plan(batch, new_run=new_run)
+        own = rows(query.topic, tag, batch, 0)
+        query.keyed = False  # one Arrow batch, no key: one sticky partition
+        first = query.task(writer, batch, 0, own[:ROWS - STRANDED])
+        query.keyed = True
+        handoffs = [strand(query, first, own[ROWS - STRANDED:]),
+                    query.task(writer, batch, 1, rows(query.topic, tag, batch, 1))]
+        arm(fault)
+        query.commit(writer, handoffs, batch)
         return
     arm(fault)
     writer = query.plan(batch, new_run=new_run)

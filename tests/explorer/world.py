@@ -20,7 +20,7 @@ from pathlib import Path
 
 from eos_kafka_source import faults
 from eos_kafka_source.sink.decisions.log import DecisionLog
-from tests.crash_driver import INPUT_PER_BATCH, Query
+from tests.crash_driver import INPUT_PER_BATCH, Query, partition_verification
 from tests.explorer import driver
 from tests.explorer.actions import Action, State
 from tests.kafka_helpers import create_topic
@@ -160,11 +160,23 @@ class World:
 
     def crash(self, action: Action) -> str:
         """The next batch in a driver process, killed at the action's point."""
+        ids = self._ids()
+        replay = bool(ids) and not (self.query.checkpoint / "commits" / str(ids[-1])).exists()
         batch, shift = self.next_batch()
         fault = f"{action.point}={action.kill}" if action.point else ""
-        code, raised, tail = driver.run(
-            self.query, fault, self.query.checkpoint.parent / f"gate{self.step}", batch=batch,
-            tag=tag(shift), new_run=self.new_run, path=action.path)
+        # A replay strands nothing: its rows would hang outside any decision (no one ends
+        # them), and a later transaction of the same producer id could commit them.
+        path = "commit" if action.path == "hanging" and replay else action.path
+        hanging = path == "hanging"
+        if hanging:
+            partition_verification(self.cluster.bootstrap, on=False)
+        try:
+            code, raised, tail = driver.run(
+                self.query, fault, self.query.checkpoint.parent / f"gate{self.step}",
+                batch=batch, tag=tag(shift), new_run=self.new_run, path=path)
+        finally:
+            if hanging:
+                partition_verification(self.cluster.bootstrap, on=True)
         self.new_run = True
         if code == -signal.SIGKILL:
             return f"batch {batch}: killed at {action.point}"

@@ -1,4 +1,5 @@
-"""The tables of docs/performance.md, rendered from each benchmark's published run.
+"""The tables of docs/performance.md and docs/availability.md, rendered from each benchmark's
+published run.
 
 Each question has one current table: ``benchmarks/<question>/current.json`` holds the run's
 date, command, machine, versions, workload and rows; this module renders them between the
@@ -8,7 +9,8 @@ benchmark's ``RESULTS.md``. ``tests/unit/test_published_results.py`` fails when 
 differs.
 
     python -m benchmarks.published            # print the tables
-    python -m benchmarks.published --write    # rewrite them in docs/performance.md
+    python -m benchmarks.published --write    # rewrite them in docs/performance.md (and
+                                              # availability.md's)
     python -m benchmarks.published latency bench-results/latency.json [more runs' .json]
         # benchmarks/latency/current.json from ``make bench-latency`` runs' own JSON
     python -m benchmarks.published formats bench-results/formats.json
@@ -27,7 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "performance.md"
 #: marker name -> the benchmark directory whose current.json fills it
 TABLES = {"throughput": "throughput", "latency": "latency", "scale": "scale",
-          "formats": "formats"}
+          "formats": "formats", "availability": "availability"}
+#: marker name -> the page it is on, when not docs/performance.md
+ELSEWHERE = {"availability": ROOT / "docs" / "availability.md"}
+
+
+def pages() -> list[Path]:
+    return [PAGE, *sorted(set(ELSEWHERE.values()))]
 
 
 def render(name: str) -> list[str]:
@@ -40,11 +48,12 @@ def render(name: str) -> list[str]:
     return lines
 
 
-def replaced(text: str) -> str:
-    for name in TABLES:
+def replaced(text: str, page: Path = PAGE) -> str:
+    """``text`` (of ``page``) with each of its tables rendered again."""
+    for name in (n for n in TABLES if ELSEWHERE.get(n, PAGE) == page):
         begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
         head, sep, rest = text.partition(begin)
-        assert sep and end in rest, f"{PAGE.name} has no {begin} ... {end}"
+        assert sep and end in rest, f"{page.name} has no {begin} ... {end}"
         tail = rest.split(end, 1)[1]
         text = head + begin + "\n" + "\n".join(render(name)) + "\n" + end + tail
     return text
@@ -145,7 +154,8 @@ def main(argv: list[str]) -> None:
         print(f"written: {out}; now python -m benchmarks.published --write")
         return
     if "--write" in argv:
-        PAGE.write_text(replaced(PAGE.read_text()))
+        for page in pages():
+            page.write_text(replaced(page.read_text(), page))
         return
     for name in TABLES:
         print("\n".join(render(name)), end="\n\n")

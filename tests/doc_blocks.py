@@ -29,6 +29,8 @@ RUN = {
         "tests/spark/test_docs_snippets.py::test_readme_read_and_write",
     ("README.md", 'query = (df.selectExpr("key", "upper(CAST(value AS STRING)) AS value")'):
         "tests/spark/test_docs_snippets.py::test_readme_read_and_write",
+    ("docs/scale.md", "from pyspark.sql import functions as F"):
+        "tests/spark/test_docs_snippets.py::test_scale_routing_recipe",
     ("docs/walkthrough.md", "# 1. a session whose Python workers can import eoskafka"):
         "tests/spark/test_docs_snippets.py::test_walkthrough",
     ("docs/operations.md",

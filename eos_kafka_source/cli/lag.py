@@ -3,9 +3,9 @@
 Reads the newest entry of Spark's offset log in the query's checkpoint
 (``<checkpoint>/offsets/<batch>``: the end offsets of the last planned batch)
 and compares them with each partition's latest readable offset on the broker
-(the last stable offset, as read_committed reads). Spark does not ask Python
-sources for their latest offset in its progress reports, so this is the way
-to see source lag from outside the query.
+(the last stable offset, as read_committed reads): source lag seen from outside the
+query (inside it, ``eos_kafka_source.source.lag.offsets_behind_latest`` reads a progress
+report's ``latestOffset``).
 
 A query that has not planned a batch yet (its checkpoint has Spark's ``metadata`` file and
 no offset log entry) is a state, not an error: the command says so and exits 0, so an

@@ -1,4 +1,4 @@
-"""The snippets README.md and docs/walkthrough.md show, run as written on the session broker.
+"""The snippets README.md, docs/walkthrough.md and docs/scale.md show, run as written.
 
 The text comes from the pages themselves (tests/doc_blocks.py); only the broker address,
 topic names, the transactional id and checkpoint paths are replaced, so two runs in one
@@ -95,3 +95,23 @@ def test_walkthrough(spark, bootstrap: str, unique: str, tmp_path: Path) -> None
         done = subprocess.run([sys.executable, "-m", "eos_kafka_source.cli", *argv[1:]],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, f"{' '.join(argv)}:\n{done.stdout}\n{done.stderr}"
+
+
+def test_scale_routing_recipe(spark) -> None:
+    """docs/scale.md's routing: every output partition's rows in exactly one task (what cuts
+    the markers), though not task i for partition i; the page's "34 tasks had rows" for
+    P = 50 is what Spark's hash gives."""
+    from pyspark.sql import functions as F
+
+    df = spark.range(20_000).selectExpr("CAST(id AS STRING) AS key", "'v' AS value")
+    namespace: dict = {"df": df}
+    _run("docs/scale.md", "from pyspark.sql import functions as F", {}, namespace)
+    pairs = (namespace["aligned"].select(F.spark_partition_id().alias("task"), "partition")
+             .distinct().collect())
+    tasks: dict[int, set[int]] = {}
+    for row in pairs:
+        tasks.setdefault(row.partition, set()).add(row.task)
+    assert sorted(tasks) == list(range(namespace["P"]))
+    assert all(len(t) == 1 for t in tasks.values()), tasks
+    used = {t for ts in tasks.values() for t in ts}
+    assert len(used) == 34 and any(tasks[p] != {p} for p in tasks)

@@ -13,6 +13,13 @@ def test_performance_page_is_the_published_runs() -> None:
         "docs/performance.md's tables are stale: python -m benchmarks.published --write")
 
 
+def test_other_pages_are_their_published_runs() -> None:
+    for page in published.pages():
+        text = page.read_text()
+        assert text == published.replaced(text, page), (
+            f"{page.name}'s tables are stale: python -m benchmarks.published --write")
+
+
 def test_every_published_run_says_when_where_and_with_what() -> None:
     for name, folder in published.TABLES.items():
         run = json.loads((published.ROOT / "benchmarks" / folder / "current.json").read_text())

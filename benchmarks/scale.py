@@ -14,7 +14,10 @@ are timed:
 - liveness: the pre-decision check that every transaction is still live;
 - decision: the durable decision written before the first EndTxn;
 - endtxn: the EndTxn round;
-- confirm: each transaction's COMMIT read back from its partitions (docs/design.md, invariant 9);
+- confirm: each transaction's COMMIT read back from its partitions (docs/design.md, invariant 9),
+  split into its Fetch passes over the partitions (each pass one request per leader, answering
+  for every transaction a partition holds) and the per-transaction marker scans it fell back
+  to (a partition that stood still, answered an error, or a broker without Kafka's index);
 - done + cleanup: marking the decision done, pool bookkeeping;
 - markers: after commit() returned, until every output partition's last stable offset
   reaches its high watermark, which is exactly the offset after N COMMIT markers (the
@@ -46,6 +49,7 @@ import pyarrow as pa
 import eos_kafka_source
 from eos_kafka_source.apache_kafka import KafkaCluster
 from eos_kafka_source.client.config import ClientConfig
+from eos_kafka_source.sink.driver import confirming
 from eos_kafka_source.sink.driver.fencing import fence_identities
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.wire import (
@@ -56,6 +60,7 @@ from eos_kafka_source.wire import (
     find_coordinators,
     leader_of,
     spread,
+    txn_outcome,
 )
 from eos_kafka_source.wire.kept import close_kept
 
@@ -96,6 +101,43 @@ class Cell:
 
 def load() -> float:
     return os.getloadavg()[0]
+
+
+class ConfirmProbe:
+    """Counts what the confirmation did in a commit: its Fetch passes and the time they took,
+    and its marker scans (one per transaction, over every partition). Wraps the two
+    functions for the benchmark's process only."""
+
+    def __init__(self) -> None:
+        self.passes = 0
+        self.fetch_s = 0.0
+        self.scans = 0
+        self.scan_s = 0.0
+        self._saved: list[tuple[object, str, object]] = []
+
+    def __enter__(self) -> ConfirmProbe:
+        def timed(module: object, name: str, count: str, seconds: str) -> None:
+            real = getattr(module, name)
+
+            def wrapper(*args: object, **kwargs: object) -> object:
+                started = time.perf_counter()
+                try:
+                    return real(*args, **kwargs)
+                finally:
+                    setattr(self, count, getattr(self, count) + 1)
+                    setattr(self, seconds, getattr(self, seconds) +
+                            time.perf_counter() - started)
+
+            self._saved.append((module, name, real))
+            setattr(module, name, wrapper)
+
+        timed(txn_outcome, "_ask", "passes", "fetch_s")
+        timed(confirming, "_from_markers", "scans", "scan_s")
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for module, name, real in reversed(self._saved):
+            setattr(module, name, real)
 
 
 def task_batch(task: int, partitions: int) -> pa.RecordBatch:
@@ -182,7 +224,8 @@ def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: i
                     close_kept()  # knows no coordinator (the tasks ran elsewhere)
                     forget_lookups()
                 started = time.perf_counter()
-                sink.driver.commit(sink.batch_id, handoffs, tasks)
+                with ConfirmProbe() as probe:
+                    sink.driver.commit(sink.batch_id, handoffs, tasks)
                 committed = time.perf_counter()
                 ends = {tp: end + tasks * (RECORDS_PER_PARTITION + 1)
                         for tp, end in before.items()}
@@ -193,11 +236,15 @@ def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: i
                 run["commit"] = committed - started
                 run["markers"] = visible - committed
                 run["visible"] = visible - started
+                run.update(confirm_passes=probe.passes, confirm_fetch=probe.fetch_s,
+                           marker_scans=probe.scans, marker_scan=probe.scan_s)
                 cell.runs.append(run)
                 print(f"  {tasks:>5} tasks × {partitions:>2} partitions, ≤ {lanes} connection(s) "
                       f"per broker{', first batch' if cold else ''}: commit "
                       f"{run['commit'] * 1000:7.1f} ms, visible {run['visible'] * 1000:7.1f} ms "
-                      f"({', '.join(f'{k} {run.get(k, 0) * 1000:.1f}' for k in PHASES)}); "
+                      f"({', '.join(f'{k} {run.get(k, 0) * 1000:.1f}' for k in PHASES)}; "
+                      f"confirm: {probe.passes} Fetch passes {probe.fetch_s * 1000:.0f} ms, "
+                      f"{probe.scans} marker scans {probe.scan_s * 1000:.0f} ms); "
                       f"prepared in {cell.prep_s[-1]:.1f} s, load {cell.loads[-1]:.1f}",
                       flush=True)
                 sink.driver.prepare(new_run=False)
@@ -259,7 +306,7 @@ def save(out: Path, cells: list[Cell], env: dict[str, object]) -> None:
 def render(paths: list[Path], out: Path) -> None:
     """Write one table and chart from earlier runs' JSON: a later run's cell replaces an
     earlier one's for the same tasks, partitions and connection cap."""
-    cells: dict[tuple[int, int, int], Cell] = {}
+    cells: dict[tuple[int, int, int, bool], Cell] = {}
     env: dict[str, object] = {}
     for n, path in enumerate(paths, 1):
         data = json.loads(path.read_text())

@@ -22,7 +22,14 @@ at or past the end of the returned bytes, so past every batch that starts in the
   markers, which lie past the LSO.
 
 Several transactions can start in one partition at other offsets; a Fetch carries a
-partition once, so those an answer did not reach are asked in the next pass. A partition
+partition once, so a partition is asked for as many bytes as its pending transactions' first
+batches may take (:data:`PARTITION_BYTES` each, up to :data:`PARTITION_CAP`): one answer then
+settles every transaction a batch started there, and the cost of confirming grows with the
+partitions a batch wrote, not with its transactions times its partitions. Those an answer
+did not reach are asked in the next pass. Markers land a while after EndTxn answers (Kafka
+writes them after, partition by partition); a partition whose log has not moved for
+``stall_s`` while some of ours are still open there is given up on (its places answer
+None): its markers are read instead, which also looks for a hanging transaction. A partition
 that answers with an error (a moved leader, records deleted past ``F``) is left out: the
 caller reads its markers instead. Tansu never fills the aborted list
 (docs/compatibility.md): :func:`lists_aborted_transactions` tells a broker that does.
@@ -41,15 +48,20 @@ from ..errors import KafkaProtocolError
 from ..records import iter_batches
 from .cluster import TopicPartition
 from .connection import KafkaWire
-from .fetch import READ_COMMITTED, SentFetch, receive_fetch, send_fetch
+from .fetch import READ_COMMITTED, Bounds, SentFetch, receive_fetch, send_fetch
 
 #: How long one Fetch is parked at most while a marker is still being written.
 WAIT_MS = 500
-#: Bytes read per partition and request: enough for the first batch of a transaction
-#: (Kafka answers a partition whose first batch does not fit with no records at all, unless
-#: it is the first partition of the response), and for the batches of the same batch's
-#: other transactions right after it, which the same answer then settles too.
+#: Bytes read per partition and request for each transaction pending there: enough for the
+#: first batch of a transaction (Kafka answers a partition whose first batch does not fit
+#: with no records at all, unless it is the first partition of the response), and for the
+#: batches of the same batch's other transactions after it, which the same answer settles.
 PARTITION_BYTES = 64 << 10
+#: The most read per partition and request (a batch of 1,000 tasks writing 2 records of
+#: 100 B to a partition holds about 400 KB there, markers included).
+PARTITION_CAP = 1 << 20
+#: What one request's partitions share (Kafka's own default response cap is 55 MiB).
+_SHARED_BYTES = 32 << 20
 #: The response's cap (the first partition of a response returns its first batch whole).
 _TOTAL_BYTES = 64 << 20
 
@@ -81,36 +93,54 @@ def lists_aborted_transactions(wire: KafkaWire) -> bool:
 
 
 def txn_outcomes(wire: KafkaWire, leaders: Mapping[TopicPartition, int], places: list[Place],
-                 *, deadline: float) -> dict[Place, bool | None]:
+                 *, deadline: float, stall_s: float | None = None) -> dict[Place, bool | None]:
     """Each place's outcome: True COMMIT, False ABORT, None no marker by ``deadline``
-    (``time.monotonic()``). A place whose partition answered with an error is absent."""
+    (``time.monotonic()``), or none while its partition's log stood still for ``stall_s``.
+    A place whose partition answered with an error is absent."""
     pending = {p: leaders[p.tp] for p in places}
     ours: dict[TopicPartition, set[int]] = {}
     for p in places:
         ours.setdefault(p.tp, set()).add(p.first)
     out: dict[Place, bool | None] = {}
     alone: set[Place] = set()
+    seen: dict[TopicPartition, tuple[Bounds, float]] = {}  # last bounds, since when
     wait_ms = 1
     while pending:
-        moved, alone = _ask(wire, pending, ours, alone, wait_ms, out)
+        moved, alone, bounds = _ask(wire, pending, ours, alone, wait_ms, out)
         for place in moved:
             pending.pop(place, None)
-        left_ms = int((deadline - time.monotonic()) * 1000)
+        now = time.monotonic()
+        for tp, b in bounds.items():
+            if tp not in seen or seen[tp][0] != b:
+                seen[tp] = (b, now)
+        if stall_s is not None:
+            for place in [p for p in pending if now - seen.get(p.tp, (None, now))[1] >= stall_s]:
+                out[place] = None  # no marker while nothing moved: the caller reads markers
+                del pending[place]
+        left_ms = int((deadline - now) * 1000)
         if not pending or left_ms <= 0:
             break
-        # Nothing moved: park one Fetch per leader until a marker lands (min_bytes=1).
+        # Nothing settled: park one Fetch per leader until a marker lands (min_bytes=1).
         wait_ms = 1 if moved or alone else max(1, min(WAIT_MS, left_ms))
     out.update(dict.fromkeys(pending))
     return out
 
 
+def _budget(count: int, sharing: int) -> int:
+    """Bytes to ask a partition for, with ``count`` of ours pending there and ``sharing``
+    partitions in the request."""
+    return min(PARTITION_BYTES * count, PARTITION_CAP,
+               max(PARTITION_BYTES, _SHARED_BYTES // max(sharing, 1)))
+
+
 def _ask(wire: KafkaWire, pending: Mapping[Place, int], ours: Mapping[TopicPartition, set[int]],
          alone: set[Place], wait_ms: int, out: dict[Place, bool | None]
-         ) -> tuple[list[Place], set[Place]]:
-    """One pass: each partition asked at its smallest pending first offset, one request per
-    leader; a place whose first batch did not fit ``PARTITION_BYTES`` (Kafka then answers
-    with no records) in a request of its own, where Kafka returns that batch whole.
-    Returns the places settled (in ``out``, or left out on an error) and those to ask alone."""
+         ) -> tuple[list[Place], set[Place], dict[TopicPartition, Bounds]]:
+    """One pass: each partition asked at its smallest pending first offset for
+    :func:`_budget` bytes, one request per leader; a place whose first batch did not fit
+    (Kafka then answers with no records) in a request of its own, where Kafka returns that
+    batch whole. Returns the places settled (in ``out``, or left out on an error), those to
+    ask alone, and each partition's bounds as answered."""
     by_tp: dict[TopicPartition, list[Place]] = {}
     for place in sorted(pending, key=lambda p: p.first):
         by_tp.setdefault(place.tp, []).append(place)
@@ -122,23 +152,26 @@ def _ask(wire: KafkaWire, pending: Mapping[Place, int], ours: Mapping[TopicParti
         else:
             shared.setdefault(pending[ps[0]], {})[tp] = ps[0]
     sent: list[tuple[dict[TopicPartition, Place], SentFetch]] = []
-    asks = [(leader, asked, PARTITION_BYTES) for leader, asked in shared.items()]
+    asks = [(leader, asked, max(_budget(len(by_tp[tp]), len(asked)) for tp in asked))
+            for leader, asked in shared.items()]
     for leader, asked, max_bytes in asks + [(leader, asked, 1) for leader, asked in own]:
         sent.append((asked, send_fetch(
             wire, leader, {tp: p.first for tp, p in asked.items()}, max_bytes=max_bytes,
             max_wait_ms=wait_ms, isolation=READ_COMMITTED, total_bytes=_TOTAL_BYTES)))
     settled: list[Place] = []
     again: set[Place] = set()
+    bounds: dict[TopicPartition, Bounds] = {}
     for asked, request in sent:
         chunks = receive_fetch(request)
         for tp, place in asked.items():
             chunk = chunks.get(tp)
             if chunk is None or chunk.error_code:
-                settled.append(place)  # left out of ``out``: the caller reads the markers
+                settled.extend(by_tp[tp])  # left out of ``out``: the caller reads the markers
                 continue
+            bounds[tp] = chunk.bounds
             lso = chunk.bounds.last_stable
             if lso < place.first and lso not in ours[tp]:
-                settled.append(place)  # held by another producer's open transaction
+                settled.extend(by_tp[tp])  # held by another producer's open transaction
                 continue
             if lso <= place.first:
                 continue  # no marker yet: ask again
@@ -152,4 +185,4 @@ def _ask(wire: KafkaWire, pending: Mapping[Place, int], ours: Mapping[TopicParti
                     break
                 out[other] = (other.producer_id, other.first) not in chunk.aborted
                 settled.append(other)
-    return settled, again
+    return settled, again, bounds

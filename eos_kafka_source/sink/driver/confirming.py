@@ -11,8 +11,9 @@ decision is kept).
 
 On Kafka one small read_committed Fetch per partition and first offset tells, without
 reading the records (``wire/txn_outcome.py``). Where the broker keeps no aborted-transaction
-index (Tansu), for a partition whose Fetch failed, and for a marker still missing after
-:data:`FAST_WAIT_S` (a hanging transaction, txn_log.py), its markers are read instead
+index (Tansu), for a partition whose Fetch failed, and for a marker still missing while
+its partition's log stood still for :data:`FAST_WAIT_S` (a hanging transaction,
+txn_log.py), its markers are read instead
 (:mod:`.txn_log`). Partitions whose records and marker were deleted once the transaction
 was over, and hand-offs that do not say where their records are, keep NONE's word: there
 is nothing left to read or to copy.
@@ -35,7 +36,8 @@ from .txn_log import LogOutcome, read_log
 
 log = logging.getLogger(__name__)
 
-#: Seconds the Fetch path waits for markers before the marker scan takes over.
+#: Seconds the Fetch path waits on a partition whose log does not move before the marker
+#: scan takes over there.
 FAST_WAIT_S = 2.0
 
 
@@ -44,10 +46,10 @@ def confirm(wire: KafkaWire, report: FinishReport, *, deadline_s: float) -> None
     unknown (module docstring)."""
     deadline = time.monotonic() + deadline_s
     asked = [h for h in report.done if h.open and _places(h) is not None]
-    # Markers land a moment after EndTxn answers; one still missing after FAST_WAIT_S is
-    # left to the marker scan, which also looks for a hanging transaction (txn_log.py).
-    fast = _ask_kafka(wire, asked, min(deadline, time.monotonic() + FAST_WAIT_S)) \
-        if asked else {}
+    # Markers land a while after EndTxn answers; one still missing while its partition's
+    # log stood still for FAST_WAIT_S is left to the marker scan, which also looks for a
+    # hanging transaction (txn_log.py).
+    fast = _ask_kafka(wire, asked, deadline) if asked else {}
     done: list[TxnHandoff] = []
     for handoff in report.done:
         if not handoff.open:
@@ -79,7 +81,8 @@ def _ask_kafka(wire: KafkaWire, handoffs: list[TxnHandoff],
     try:
         if not lists_aborted_transactions(wire):
             return {}
-        return txn_outcomes(wire, _leaders(wire, places, deadline), places, deadline=deadline)
+        return txn_outcomes(wire, _leaders(wire, places, deadline), places, deadline=deadline,
+                            stall_s=FAST_WAIT_S)
     except NotAuthorizedError:
         raise  # a missing READ ACL on the output topic is named (docs/acls.md)
     except EosKafkaError as exc:

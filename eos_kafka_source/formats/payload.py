@@ -11,14 +11,17 @@ task from the plan's picklable schemas; the registry client caches writer schema
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from ..errors import PayloadDecodeError
+from .header_ids import prefixed
 from .plans import ReadPlan, WritePlan, codec, registry_client
 from .resolve import ERROR_COLUMN, SCHEMA_ID_COLUMN
-from .schemas import Decoded, PayloadDecoder, PayloadEncoder
+from .schemas import FAILFAST, Decoded, PayloadDecoder, PayloadEncoder
 
 
 class Decoding:
@@ -28,13 +31,37 @@ class Decoding:
         self.plan = plan
         self.schema = schema
         self._decoders: dict[str, PayloadDecoder] | None = None
+        self._client: Any = None
 
     def _built(self) -> dict[str, PayloadDecoder]:
         if self._decoders is None:
-            client = registry_client(self.plan.registry)
-            self._decoders = {s.side: s.decoder(client, self.plan.mode)
+            self._client = registry_client(self.plan.registry)
+            self._decoders = {s.side: s.decoder(self._client, self.plan.mode)
                               for s in self.plan.sides}
         return self._decoders
+
+    def _decode(self, side: str, decoder: PayloadDecoder, batch: pa.RecordBatch,
+                where: Callable[[int], str]) -> Decoded:
+        """One side decoded; a schema id in the record's header (header_ids.py) counts as
+        its prefix, and a header that does not resolve makes the row a bad record."""
+        headers = batch.column("headers") if "headers" in batch.schema.names else None
+        payloads, failed = prefixed(batch.column(side), headers, side, self._client)
+        result = decoder.decode(payloads, where)
+        ids = result.schema_ids
+        if pc.any(pc.less(ids, 0)).as_py():  # a GUID's stand-in id: the registry gave none
+            ids = pc.if_else(pc.less(ids, 0), pa.scalar(None, ids.type), ids)
+        if not failed:
+            return Decoded(result.values, ids, result.errors)
+        if self.plan.mode == FAILFAST:
+            i = min(failed)
+            raise PayloadDecodeError(
+                f"the {side} at {where(i)} does not decode: {failed[i]}. Or read with mode "
+                "PERMISSIVE to keep such rows as null with their reason")
+        errors = (result.errors.to_pylist() if result.errors is not None
+                  else [None] * len(payloads))
+        for i, why in failed.items():
+            errors[i] = f"the payload's schema id header does not resolve: {why}"
+        return Decoded(result.values, ids, pa.array(errors, pa.string()))
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         topic = batch.column("topic")
@@ -45,7 +72,7 @@ class Decoding:
             return f"{topic[i].as_py()}-{partition[i].as_py()} at offset {offset[i].as_py()}"
 
         decoded: dict[str, Decoded] = {
-            side: decoder.decode(batch.column(side), where)
+            side: self._decode(side, decoder, batch, where)
             for side, decoder in self._built().items()}
         columns: dict[str, Any] = {}
         for side, result in decoded.items():

@@ -35,6 +35,7 @@ CACHE_LIMIT = 10_000
 _lock = threading.Lock()
 _by_id: dict[tuple[RegistryConfig, int], RegisteredSchema] = {}
 _by_version: dict[tuple[RegistryConfig, str, int], RegisteredSchema] = {}
+_by_guid: dict[tuple[RegistryConfig, str], RegisteredSchema] = {}
 _clients: dict[RegistryConfig, SchemaRegistry] = {}
 
 
@@ -53,6 +54,13 @@ def clear_cache() -> None:
     with _lock:
         _by_id.clear()
         _by_version.clear()
+        _by_guid.clear()
+
+
+def stand_in_id(guid: str) -> int:
+    """A negative schema id for a GUID whose registry gives no id (registries hand out
+    non-negative ids only, so it never names another schema)."""
+    return -1 - (int(guid.replace("-", "")[:8], 16) & 0x7FFFFFFF)
 
 
 def _keep(cache: dict[Any, RegisteredSchema], key: Any, schema: RegisteredSchema) -> None:
@@ -93,6 +101,39 @@ class SchemaRegistry:
             id=schema_id, schema_type=_schema_type(body), text=body["schema"],
             references=_references(body, answer, path))
         _keep(_by_id, key, schema)
+        return schema
+
+    def by_guid(self, guid: str) -> RegisteredSchema:
+        """The schema a GUID names (a header-framed record's ``__value_schema_id``), by
+        Confluent's ``GET /schemas/guids/{guid}``. Its ``id`` is the registry's where the
+        answer gives one, else a negative stand-in no registry hands out (the schema is
+        kept under it, so the codecs' :meth:`by_id` finds it). Cached."""
+        key = (self.config, guid)
+        cached = _by_guid.get(key)
+        if cached is not None:
+            return cached
+        path = f"/schemas/guids/{guid}"
+        # Not _call: a bare 404 here means a registry without GUIDs, not a wrong URL.
+        answer = self._transport.request("GET", path, None)
+        if answer.status == 404:
+            served = answer.error_code is not None
+            raise SchemaNotFoundError(
+                f"schema GUID {guid} is not in the schema registry at {answer.url} "
+                f"({answer.quoted()}): the record carries its schema as a GUID in a header, "
+                + ("which this registry does not hold. Point schema.registry.url at the "
+                   "registry the producer used." if served else
+                   "and this registry does not resolve GUIDs (Apicurio Registry 3.3.3 does "
+                   "not serve /schemas/guids): read with Confluent Schema Registry, or have "
+                   "the producer frame the id in the payload (Confluent's serializers' "
+                   "default, schema.id.serializer prefix_schema_id_serializer)."))
+        body = self._expect(answer, "GET", path, "schema")
+        given = body.get("id")
+        schema_id = int(given) if isinstance(given, int) else stand_in_id(guid)
+        schema = RegisteredSchema(
+            id=schema_id, schema_type=_schema_type(body), text=body["schema"],
+            references=_references(body, answer, path))
+        _keep(_by_guid, key, schema)
+        _keep(_by_id, (self.config, schema_id), schema)
         return schema
 
     def version(self, subject: str, version: int | str) -> RegisteredSchema:

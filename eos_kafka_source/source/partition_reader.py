@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -65,8 +66,10 @@ def read_input(partition: InputPartition, schema: Any) -> Iterator[pa.RecordBatc
     from ..formats.payload import Decoding
 
     decoding = Decoding(payload, arrow)
+    # Headers are read too: a schema id may be in one instead of the payload's prefix.
     return _timed_read((decoding.apply(batch) for part in parts
-                        for batch in read_partition(part, None, leaders)), len(parts))
+                        for batch in read_partition(replace(part, include_headers=True),
+                                                    None, leaders)), len(parts))
 
 
 def _timed_read(batches: Iterator[pa.RecordBatch], ranges: int) -> Iterator[pa.RecordBatch]:

@@ -15,6 +15,7 @@ import math
 import random
 from typing import Any
 
+from tests.formats.explorer.avro_evolve import evolve
 from tests.formats.explorer.values import (
     INT32,
     INT64,
@@ -44,6 +45,7 @@ def logical_kinds() -> list[dict[str, Any]]:
         {"type": "string", "logicalType": "uuid"},
         {"type": "bytes", "logicalType": "big-decimal"},
         {"type": "int", "logicalType": "timestamp-millis"},  # misplaced: a plain int
+        {"type": "fixed", "name": "Duration", "size": 12, "logicalType": "duration"},
     ]
 
 
@@ -111,7 +113,11 @@ class AvroGen:
         if kind == "logical":
             if rng.random() < 0.05:  # rare: a Python data source cannot declare Spark's type
                 return {"type": "long", "logicalType": rng.choice(NANOS)}
-            return rng.choice(logical_kinds())
+            chosen = dict(rng.choice(logical_kinds()))
+            if chosen["type"] == "fixed":  # a named type: a name of its own
+                chosen["name"] = self._name("T")
+                self.named[_full(chosen, space)] = chosen
+            return chosen
         if kind == "decimal":
             return self.decimal(space)
         if kind == "enum":
@@ -343,10 +349,13 @@ def strip_logical(schema: Any) -> Any:
 
 
 def generate(rng: random.Random) -> tuple[dict[str, Any], list[Any]]:
-    """One schema and 1 to 5 values for it (now and then a null payload among them)."""
+    """One schema and 1 to 5 values for it (now and then a null payload among them); a
+    fifth of the cases are read with an evolved reader schema (avro_evolve.py)."""
     gen = AvroGen(rng)
     schema = gen.schema()
     values: list[Any] = [gen.value(schema) for _ in range(rng.randint(1, 5))]
     if rng.random() < 0.15:
         values.insert(rng.randrange(len(values) + 1), None)
+    if rng.random() < 0.2:  # read with an evolved reader schema
+        return {"writer": schema, "reader": evolve(rng, schema)}, values
     return schema, values

@@ -48,16 +48,14 @@ class Difference:
         return self.case.fmt, self.check
 
 
-@dataclass
 class OneSchema:
-    """A SchemaLookup holding one schema (the codecs' registry, for a case)."""
+    """A SchemaLookup holding a case's schemas by id (the codecs' registry, for a case)."""
 
-    schema: RegisteredSchema
+    def __init__(self, *schemas: RegisteredSchema) -> None:
+        self.schemas = {s.id: s for s in schemas}
 
     def by_id(self, schema_id: int) -> RegisteredSchema:
-        if schema_id != self.schema.id:
-            raise KeyError(schema_id)
-        return self.schema
+        return self.schemas[schema_id]
 
     def version(self, subject: str, version: int | str) -> RegisteredSchema:
         raise KeyError(subject)

@@ -50,37 +50,44 @@ def session(cores: int = 1) -> Any:
     return spark
 
 
-def read_all(spark: Any, cases: list[tuple[str, list[bytes | None]]]) -> list[SparkRead]:
-    """``cases``: (schema JSON, bodies) each; one :class:`SparkRead` per case."""
+Read = tuple[str, str | None, list[bytes | None]]
+
+
+def _from_avro(k: int, case: Read, mode: str | None) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
+    options = {} if mode is None else {"mode": mode}
+    if case[1] is not None:
+        options["avroSchema"] = case[1]  # the reader's schema; the first is the writer's
+    return from_avro(F.col(f"c{k}"), case[0], options).alias(f"c{k}")
+
+
+def read_all(spark: Any, cases: list[Read]) -> list[SparkRead]:
+    """``cases``: (writer schema JSON, reader schema JSON or None, bodies) each; one
+    :class:`SparkRead` per case."""
     spark.conf.set("spark.sql.session.timeZone", "UTC")
-    height = max((len(b) for _, b in cases), default=0)
-    table = pa.table({f"c{k}": pa.array(bodies + [None] * (height - len(bodies)), pa.binary())
-                      for k, (_, bodies) in enumerate(cases)})
+    height = max((len(c[2]) for c in cases), default=0)
+    table = pa.table({f"c{k}": pa.array(c[2] + [None] * (height - len(c[2])), pa.binary())
+                      for k, c in enumerate(cases)})
     df = spark.createDataFrame(table) if cases else None
     out = [SparkRead() for _ in cases]
-    _analyse(df, [(k, schema) for k, (schema, _) in enumerate(cases)], out)
-    _collect(df, {k: from_avro(F.col(f"c{k}"), schema, {"mode": "PERMISSIVE"}).alias(f"c{k}")
-                  for k, (schema, _) in enumerate(cases) if out[k].refused is None}, out)
-    for read, (_, bodies) in zip(out, cases, strict=True):
+    _analyse(df, [(k, _from_avro(k, c, None)) for k, c in enumerate(cases)], out)
+    _collect(df, {k: _from_avro(k, c, "PERMISSIVE") for k, c in enumerate(cases)
+                  if out[k].refused is None}, out)
+    for read, (_, _, bodies) in zip(out, cases, strict=True):
         if read.rows is not None:
             read.rows = read.rows[:len(bodies)]
     return out
 
 
-def _analyse(df: Any, schemas: list[tuple[int, str]], out: list[SparkRead]) -> None:
+def _analyse(df: Any, schemas: list[tuple[int, Any]], out: list[SparkRead]) -> None:
     """Each column's type as FAILFAST gives it (PERMISSIVE makes every field nullable), all
     at once; halved until the schema Spark refuses is found."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.avro.functions import from_avro
-
     if not schemas:
         return
     try:
-        fields = df.select(*[from_avro(F.col(f"c{k}"), schema).alias(f"c{k}")
-                             for k, schema in schemas]).schema.fields
+        fields = df.select(*[column for _, column in schemas]).schema.fields
     except Exception as exc:  # noqa: BLE001 - Spark's refusal is the oracle's answer
         if len(schemas) == 1:
             out[schemas[0][0]].refused = f"spark-avro refuses the schema: {_first_line(exc)}"

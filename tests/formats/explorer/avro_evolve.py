@@ -1,0 +1,64 @@
+"""A reader schema evolved from a writer's, by Avro's schema resolution rules.
+
+An evolved case's schema is ``{"writer": ..., "reader": ...}``: the values are written with
+the writer's, and eoskafka (the writer's id in each header, the reader's as its reader
+schema) and spark-avro (``from_avro`` with the writer's schema and the reader's as its
+``avroSchema`` option) read them as the reader's. Changes, one to three of them on the top
+record's fields: a field added with a default, a field removed, a number promoted (int to
+long, float or double; long to float or double; float to double), string and bytes
+swapped, a type made a union with null, an enum given another symbol, a field renamed
+with the old name as its alias.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+PROMOTIONS = {"int": ["long", "float", "double"], "long": ["float", "double"],
+              "float": ["double"], "string": ["bytes"], "bytes": ["string"]}
+
+
+def evolved(case_schema: Any) -> bool:
+    return isinstance(case_schema, dict) and "writer" in case_schema
+
+
+def writer_of(case_schema: Any) -> Any:
+    return case_schema["writer"] if evolved(case_schema) else case_schema
+
+
+def reader_of(case_schema: Any) -> Any:
+    return case_schema["reader"] if evolved(case_schema) else case_schema
+
+
+def evolve(rng: random.Random, writer: dict[str, Any]) -> dict[str, Any]:
+    """A reader schema for ``writer`` (its top record changed in one to three ways)."""
+    reader = copy.deepcopy(writer)
+    fields = reader["fields"]
+    for _ in range(rng.randint(1, 3)):
+        change = rng.choice(["add", "remove", "promote", "nullable", "enum", "rename"])
+        if change == "add":
+            kind, default = rng.choice([("long", -1), ("string", "added"), ("double", 0.5),
+                                        (["null", "int"], None), ("boolean", False)])
+            fields.append({"name": f"added{len(fields)}", "type": kind, "default": default})
+            continue
+        if not fields:
+            continue
+        i = rng.randrange(len(fields))
+        f = fields[i]
+        if change == "remove" and len(fields) > 1:
+            del fields[i]
+        elif change == "promote" and isinstance(f["type"], str) and f["type"] in PROMOTIONS:
+            f["type"] = rng.choice(PROMOTIONS[f["type"]])
+            f.pop("default", None)
+        elif change == "nullable" and not isinstance(f["type"], list):
+            f["type"] = ["null", f["type"]]
+            f["default"] = None
+        elif (change == "enum" and isinstance(f["type"], dict)
+              and f["type"].get("type") == "enum"):
+            f["type"]["symbols"] = f["type"]["symbols"] + ["ADDED"]
+        elif change == "rename":
+            f["aliases"] = list(f.get("aliases", [])) + [f["name"]]
+            f["name"] = f"renamed{i}"
+    return reader

@@ -7,6 +7,11 @@
 2. **Install as README says**, in a fresh venv: the block's wheel line, ``<version>`` filled
    in, with only the extras it names; ``eoskafka --version`` must name the same version.
 3. **Run README's quick start** in that venv, verbatim: ``ALPHA``, ``BETA``, ``GAMMA`` once.
+4. **Every other extra README's install block names brings what it needs**: the wheel's
+   metadata gives each format's extra every package the code says that format imports
+   (``formats/extras.py``), and in the venv, with ``[schemas]`` and ``[connect]`` added as
+   README says, each codec module imports and Spark Connect's client finds its packages.
+   ``[kerberos]`` builds against MIT Kerberos' headers and is left to ``make kerberos-deps``.
 
 The same functions are the fixtures of tests/deploy/test_wheel.py, so CI (which runs that
 test) runs every step; ``make release`` runs them once more and leaves the sdist and wheel
@@ -154,24 +159,81 @@ def quick_start(python: Path, cwd: Path, bootstrap: str | None = None) -> list[l
 
 
 EXPECTED = [["key", "value"], ["alpha", "ALPHA"], ["beta", "BETA"], ["gamma", "GAMMA"]]
+INSTALL_BLOCK = "pip install .                      # source, sink and the `eoskafka` command"
+#: import name -> the distribution that brings it (referencing comes with jsonschema)
+_DIST = {"google.protobuf": "protobuf", "referencing": "jsonschema"}
+#: README's extras checked in a venv by step 4 (kerberos needs system headers to build)
+_IN_VENV = ("schemas", "connect")
+_IMPORTS = """\
+import importlib
+from eos_kafka_source.formats import extras
+for module in extras.NEEDS:
+    extras.require(module)
+    importlib.import_module("eos_kafka_source.formats." + module)
+from pyspark.sql.connect.utils import check_dependencies
+check_dependencies()
+print("EXTRAS OK")
+"""
+
+
+def readme_extras() -> list[str]:
+    """The extras README's install block names, in its order."""
+    text = doc_blocks.block("README.md", INSTALL_BLOCK).text
+    return [e for ln in text.splitlines() if "[" in ln.split("#")[0] for e in _extras(ln)]
+
+
+def check_extras(built: Built, bin_dir: Path) -> list[str]:
+    """Step 4: each format's extra declares what its codec imports (the wheel's metadata),
+    and README's [schemas] and [connect], installed from the wheel in the venv of
+    ``bin_dir``, bring what their code imports. Returns the extras installed."""
+    from eos_kafka_source.formats import extras as format_extras
+
+    with zipfile.ZipFile(built.wheel) as whl:
+        meta = email.message_from_bytes(whl.read(next(
+            n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))))
+    declared: dict[str, set[str]] = {}
+    for req in meta.get_all("Requires-Dist") or []:
+        spec, _, marker = req.partition(";")
+        found = re.search(r'extra == "([^"]+)"', marker)
+        name = re.split(r"[<>=!~\[ ]", spec.strip(), maxsplit=1)[0].lower()
+        declared.setdefault(found.group(1) if found else "", set()).add(name)
+    named = readme_extras()
+    for _, extra, packages in format_extras.NEEDS.values():
+        wanted = {_DIST.get(p, p).lower() for p in packages}
+        for where in (extra, "schemas"):
+            assert wanted <= declared.get(where, set()), \
+                f"[{where}] lacks {sorted(wanted - declared.get(where, set()))}"
+    chosen = [e for e in _IN_VENV if e in named]
+    assert chosen == list(_IN_VENV), f"README's install block no longer names {_IN_VENV}"
+    spec = f"{built.wheel}[{','.join(chosen)}]"
+    run([str(bin_dir / "python"), "-m", "pip", "install", "-q", spec],
+        env=_in(bin_dir, built.dist.parent))
+    script = built.dist.parent / "extras_check.py"
+    script.write_text(_IMPORTS)
+    out = run([str(bin_dir / "python"), str(script)], cwd=built.dist.parent, env=_BARE)
+    assert "EXTRAS OK" in out, out
+    return chosen
 
 
 def main() -> int:
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="eoskafka-release-"))
     try:
-        print(f"release: 1/3 building as README says in a clone ({work})", flush=True)
+        print(f"release: 1/4 building as README says in a clone ({work})", flush=True)
         built = build(work)
         print(f"release: built and twine-checked {built.wheel.name}, {built.sdist.name}",
               flush=True)
-        print("release: 2/3 installing the wheel in a fresh venv as README says", flush=True)
+        print("release: 2/4 installing the wheel in a fresh venv as README says", flush=True)
         newcomer = venv(work / "newcomer")
         extras = install_as_readme_says(built, newcomer)
         print(f"release: installed with extras {extras}; eoskafka --version says "
               f"{built.version}", flush=True)
-        print("release: 3/3 README's quick start, verbatim", flush=True)
+        print("release: 3/4 README's quick start, verbatim", flush=True)
         rows = quick_start(newcomer / "python", work)
         assert rows == EXPECTED, rows
+        print("release: 4/4 README's other extras from the wheel", flush=True)
+        checked = check_extras(built, newcomer)
+        print(f"release: {checked} import what they need", flush=True)
         out = ROOT / "dist"
         out.mkdir(exist_ok=True)
         for artifact in (built.wheel, built.sdist):

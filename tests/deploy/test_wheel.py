@@ -6,7 +6,8 @@ sdist and wheel built by README's own build block in a clone and a throwaway ven
 environment, running ``format("eoskafka")`` with no ``register()`` call, in local mode and
 on a Spark standalone cluster (executors are separate JVMs whose Python workers must import
 eoskafka from that venv, not from here); then README's install line (only the extras it
-names) and its quick start, verbatim, on the embedded broker and twice on one broker.
+names) and its quick start, verbatim, on the embedded broker and twice on one broker; the
+other extras README names bring what their code imports.
 """
 
 from __future__ import annotations
@@ -171,3 +172,11 @@ def test_avro_without_its_extra_names_it_and_with_it_writes(installed: Installed
         "py3-none-any.whl[avro]'" in proc.stderr, proc.stderr[-3000:]
     _ok(_run([installed.python, "-m", "pip", "install", "-q", f"{installed.wheel}[avro]"]))
     assert _ok(_run([installed.python, "-c", _AVRO_WRITE])).strip() == "[{'a': 7}]"
+
+
+def test_readme_extras_bring_what_they_need(installed: Installed) -> None:
+    """The extras README's install block names, from the wheel: each format's extra
+    declares every package its codec imports (a missing numpy in [avro] fails here, not
+    for a user), and [schemas] and [connect] installed in the fresh venv import cleanly."""
+    assert release.check_extras(installed.built, installed.venv / "bin") == [
+        "schemas", "connect"]

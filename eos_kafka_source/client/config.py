@@ -174,7 +174,9 @@ class ClientConfig:
         ``KafkaNetClient`` takes them all. ``KafkaProducer``, ``KafkaConsumer``
         and ``KafkaAdminClient`` reject unknown keys (e.g.
         ``socket_connection_setup_timeout_ms``): pass their ``DEFAULT_CONFIG`` as
-        ``accepted`` to keep only what they take.
+        ``accepted`` to keep only what they take. The sign-ins that run code in this
+        process (the OAUTHBEARER token source, the Kerberos keytab login) are added by the
+        wire layer that connects (``wire/connection.py``): settings are plain values.
         """
         kwargs: dict[str, object] = {
             "bootstrap_servers": list(self.bootstrap_servers),
@@ -201,14 +203,7 @@ class ClientConfig:
             "ssl_password": self.ssl_password,
         }
         kwargs.update({k: v for k, v in optional.items() if v is not None})
-        if self.oauth is not None:  # this process's cached token source (wire/oauth.py)
-            from eos_kafka_source.wire.oauth import token_provider
-
-            kwargs["sasl_oauth_token_provider"] = token_provider(self.oauth)
-        if self.kerberos is not None:  # signs in with the keytab (wire/kerberos.py)
-            from eos_kafka_source.wire.kerberos import use
-
-            use(self.kerberos)
+        if self.kerberos is not None:
             kwargs["sasl_kerberos_service_name"] = self.kerberos.service_name
         if accepted is not None:
             kwargs = {k: v for k, v in kwargs.items() if k in accepted}

@@ -103,14 +103,17 @@ class KafkaWire:
             protect((config.oauth.client_secret,))
             token_provider(config.oauth).token()  # a failure here names the option to fix
         if config.kerberos is not None:  # a ticket from the KDC now: the same
-            from .kerberos import credentials
+            from .kerberos import credentials, use
 
             credentials(config.kerberos)
+            use(config.kerberos)  # kafka-python's GSSAPI signs in with the keytab (kerberos.py)
         if config.sasl_token_auth and config.sasl_username:
             from .token_scram import register_token_user  # adds SCRAM's tokenauth extension
 
             register_token_user(config.sasl_username)
         settings = config.to_kafka_python()
+        if config.oauth is not None:  # this process's cached token source (oauth.py)
+            settings["sasl_oauth_token_provider"] = token_provider(config.oauth)
         settings["receive_message_max_bytes"] = RECEIVE_MAX_BYTES
         settings.setdefault("reconnect_backoff_max_ms", 1000)
         # request_many() pipelines every request before waiting; with kafka-python's default

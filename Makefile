@@ -151,10 +151,12 @@ test-faults: setup
 	EOSKAFKA_TEST_BROKER=$(BROKER) $(PY) -m pytest -q -m faults tests
 
 ## ruff over everything; mypy over the package ([tool.mypy] in pyproject.toml: the untyped
-## kafka-python, aiokafka and pyarrow are Any, the rest is checked).
+## kafka-python, aiokafka and pyarrow are Any, the rest is checked); lint-imports holds the
+## import contracts in .importlinter (layers, no circle).
 lint: setup
 	$(VENV)/bin/ruff check --no-cache eos_kafka_source pyspark_eoskafka tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-logo --no-cache
 
 ## BROKER=kafka runs the demo on Apache Kafka 4.4 (a local JVM process) instead of Tansu,
 ## and checks the output with Kafka's own Java read_committed consumer too.

@@ -9,6 +9,10 @@
 With the package installed, ``format("eoskafka")`` also works without
 ``register()`` (Spark finds ``pyspark_eoskafka.DefaultSource``). Importing this
 package does not import pyspark.
+
+This module is the package's face, above every other: no module of the package imports
+it (the version lives in ``_version.py``), so :func:`register` may name the Spark-facing
+shell, and only when called.
 """
 
 from __future__ import annotations
@@ -16,8 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import logs
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["__version__", "register"]
 

@@ -30,7 +30,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from .. import __version__
+from .._version import __version__
 from ..errors import EosKafkaError
 from . import _common as c
 from . import audit, broker, fence, lag, migrate, registry, txns

@@ -24,7 +24,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..errors import ConfigError, SchemaRegistryError
 from .registry_config import CA, CERT, KEY, KEY_PASSWORD, TOKEN, USER_INFO, RegistryConfig
 

@@ -24,14 +24,15 @@ def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 def test_version_has_one_source(capsys) -> None:
     """``eoskafka --version`` and ``__version__`` agree, and pyproject.toml takes the
-    package's version from ``__version__`` (the built wheel's metadata is checked against it
-    in tests/deploy/test_wheel.py); the CHANGELOG's newest release is that version."""
+    package's version from ``_version.py``, which ``__version__`` hands on (the built wheel's
+    metadata is checked against it in tests/deploy/test_wheel.py); the CHANGELOG's newest
+    release is that version."""
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"eoskafka {eos_kafka_source.__version__}"
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {
-        "attr": "eos_kafka_source.__version__"}
+        "attr": "eos_kafka_source._version.__version__"}
     released = re.findall(r"^## (\d+\.\d+\.\d+) \(\d{4}-\d\d-\d\d\)",
                           (ROOT / "CHANGELOG.md").read_text(), re.M)
     assert released[0] == eos_kafka_source.__version__

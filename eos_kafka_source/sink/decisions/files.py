@@ -318,7 +318,7 @@ def _mtime(info: pafs.FileInfo) -> float:
 
 
 def _version() -> str:
-    from ... import __version__
+    from ..._version import __version__
 
     return f"eoskafka {__version__}"
 

@@ -118,9 +118,9 @@ def build(work: Path) -> Built:
 
 
 def _source_version(source: Path) -> str:
-    text = (source / "eos_kafka_source" / "__init__.py").read_text()
+    text = (source / "eos_kafka_source" / "_version.py").read_text()
     found = re.search(r'^__version__ = "([^"]+)"', text, re.M)
-    assert found, "no __version__ in eos_kafka_source/__init__.py"
+    assert found, "no __version__ in eos_kafka_source/_version.py"
     return found.group(1)
 
 

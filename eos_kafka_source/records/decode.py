@@ -8,6 +8,7 @@ imports, and a tight pure-Python loop otherwise or when ``EOSKAFKA_PURE_CODEC=1`
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -161,6 +162,18 @@ class ColumnBuilder:
         if added:
             self._ts_types.append((header.timestamp_type, added))
         return added
+
+    def arrow_batches(self, batches: Iterable[tuple[BatchHeader, memoryview, int]], end: int,
+                      rows: int) -> Iterator[pa.RecordBatch]:
+        """The records of ``batches`` below ``end`` as Arrow batches of about ``rows`` rows
+        (one Kafka batch more can push one a little past it), the last one shorter. Each
+        Kafka batch comes with the offset its records start from (:meth:`add_batch`)."""
+        for header, batch, start in batches:
+            self.add_batch(header, batch, start, end)
+            if len(self) >= rows:
+                yield self.to_arrow()
+        if len(self):
+            yield self.to_arrow()
 
     def _truncate(self, size: int) -> None:
         """Drop a half-decoded batch so a caught error leaves the builder consistent."""

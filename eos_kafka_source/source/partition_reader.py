@@ -65,11 +65,11 @@ def read_input(partition: InputPartition, schema: Any) -> Iterator[pa.RecordBatc
     # Decoded after the visibility filter, from the full Kafka columns: one decoder per task.
     from ..formats.payload import Decoding
 
-    decoding = Decoding(payload, arrow)
     # Headers are read too: a schema id may be in one instead of the payload's prefix.
-    return _timed_read((decoding.apply(batch) for part in parts
-                        for batch in read_partition(replace(part, include_headers=True),
-                                                    None, leaders)), len(parts))
+    return _timed_read(Decoding(payload, arrow).batches(
+        batch for part in parts
+        for batch in read_partition(replace(part, include_headers=True), None, leaders)),
+        len(parts))
 
 
 def _timed_read(batches: Iterator[pa.RecordBatch], ranges: int) -> Iterator[pa.RecordBatch]:
@@ -130,23 +130,14 @@ def read_partition(part: KafkaInputPartition, schema: pa.Schema | None = None,
     starts without a Metadata request, and this one's look-up adds its topic's leaders.
 
     The wire is the worker's last task's, if it had one, and is given back for the next
-    only when the read ended cleanly (nothing left unanswered on it); otherwise closed.
+    when the read ends without an error; otherwise closed.
     """
     if part.end <= part.start:
         return
     builder = ColumnBuilder(part.topic, part.partition, part.include_headers, schema)
     read = _RangeRead(part, {} if leaders is None else leaders)
-    try:
-        with kept_wire(part.client) as wire:
-            for header, view in read.visible(wire):
-                builder.add_batch(header, view, read.position, part.end)
-                read.position = max(read.position, header.last_offset + 1)
-                if len(builder) >= BATCH_ROWS:
-                    yield builder.to_arrow()
-    except (TopicNotFoundError, KafkaProtocolError) as exc:
-        read.deleted_while_read(exc)
-    if len(builder):
-        yield builder.to_arrow()
+    with kept_wire(part.client) as wire:
+        yield from builder.arrow_batches(read.visible(wire), part.end, BATCH_ROWS)
 
 
 class _RangeRead:
@@ -157,19 +148,33 @@ class _RangeRead:
         self.part = part
         self.tp = (part.topic, part.partition)
         self.leaders = leaders
-        #: The next offset to read: batches below it are not read twice after a retry.
+        #: The next offset to read: records below it are not read twice after a retry.
         self.position = part.start
         self.leader: int | None = None
         #: Since the leader was lost: ``kafka.default.api.timeout.ms`` to find it again.
         self.lost: Deadline | None = None
         self.attempt = 0
 
-    def visible(self, wire: KafkaWire) -> Iterator[tuple[BatchHeader, memoryview]]:
-        """The range's visible batches from :attr:`position` on (the caller moves it past
-        each batch it takes), across leader moves and skipped lost offsets."""
+    def visible(self, wire: KafkaWire) -> Iterator[tuple[BatchHeader, memoryview, int]]:
+        """The range's visible batches, each with the offset the read had reached (where
+        its records start), from :attr:`position` to the end of the range; a partition
+        deleted under the task ends them (:meth:`_deleted`)."""
+        try:
+            yield from self._across_moves(wire)
+        except (TopicNotFoundError, KafkaProtocolError) as exc:
+            if _partition_exists(wire, self.tp):
+                raise
+            self._deleted(exc)
+            wire.close()  # a Fetch read ahead may be unanswered on it: the next use reconnects
+
+    def _across_moves(self, wire: KafkaWire) -> Iterator[tuple[BatchHeader, memoryview, int]]:
+        """The visible batches across leader moves and, with ``failOnDataLoss=false``,
+        offsets deleted by retention before they were read."""
         while self.position < self.part.end:
             try:
-                yield from _visible(wire, self._leader(wire), self.part, self.position)
+                for header, view in _visible(wire, self._leader(wire), self.part, self.position):
+                    yield header, view, self.position
+                    self.position = max(self.position, header.last_offset + 1)
                 return
             except (ConnectionDroppedError, KafkaProtocolError) as exc:
                 if not self._look_again(wire, exc):
@@ -225,14 +230,9 @@ class _RangeRead:
         self.position = log_start
         return True
 
-    def deleted_while_read(self, exc: TopicNotFoundError | KafkaProtocolError) -> None:
-        """After ``exc`` ended the read: re-raise it while the partition exists; else the
-        partition was deleted under the task, a DataLossError unless
+    def _deleted(self, exc: TopicNotFoundError | KafkaProtocolError) -> None:
+        """The partition was deleted while the task read it: a DataLossError, unless
         ``failOnDataLoss=false`` (then its remaining offsets are skipped, with a warning)."""
-        with kept_wire(self.part.client) as wire:
-            exists = _partition_exists(wire, self.tp)
-        if exists:
-            raise exc
         gone = (f"{self.part.topic}-{self.part.partition} was deleted while this task read "
                 f"it; offsets {self.position} to {self.part.end - 1} were not read")
         if self.part.fail_on_data_loss:

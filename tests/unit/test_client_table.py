@@ -181,14 +181,16 @@ def test_fetch_max_bytes_and_its_java_name_are_one_setting() -> None:
 def test_the_client_package_imports_only_itself_and_errors() -> None:
     """client/ sits under everything else (options, wire, cli): no import cycle can start
     there. A fresh interpreter, so other tests' imports do not count. errors.py builds its
-    classes from kafka_codes.py, a leaf."""
+    classes from kafka_codes.py, a leaf; the package's face (its __init__) loads the
+    version and the log set-up, two leaves."""
     code = ("import sys, eos_kafka_source.client.config, eos_kafka_source.client.table; "
             "print(sorted(m for m in sys.modules if m.startswith('eos_kafka_source')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     loaded = set(ast.literal_eval(out))
     assert {m for m in loaded if not m.startswith("eos_kafka_source.client")} == {
-        "eos_kafka_source", "eos_kafka_source.errors", "eos_kafka_source.kafka_codes"}
+        "eos_kafka_source", "eos_kafka_source._version", "eos_kafka_source.logs",
+        "eos_kafka_source.errors", "eos_kafka_source.kafka_codes"}
 
 
 @pytest.mark.parametrize("key", ["ssl.enabled.protocols", "ssl.cipher.suites"])

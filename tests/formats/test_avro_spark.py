@@ -326,3 +326,52 @@ def test_keys_and_values_decoded_and_a_given_schema_checked(spark, bootstrap, sc
          .option("keyFormat", "avro").load().collect())
     text = str(info.value)
     assert "the schema given with .schema(...) has key binary" in text, text[:3000]
+
+
+KEPT = json.dumps({
+    "type": "record", "name": "Order", "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "note", "type": ["null", "string"], "default": None},
+    ],
+})
+
+
+def test_a_copy_keeps_the_input_schema(spark, bootstrap, schema_registry, unique,
+                                       tmp_path) -> None:
+    """Avro to Avro as docs/formats.md shows it: the input's schema registered under the
+    output subject, written with use.latest.version: the output subject's schema is the
+    input's (record name, timestamp-millis, the nullable field's default), and Confluent's
+    deserializer reads the records as they were written."""
+    from datetime import UTC, datetime
+
+    source, out = f"{unique}-in", f"{unique}-out"
+    create_topic(bootstrap, source)
+    create_topic(bootstrap, out)
+    rows = [{"id": i, "at": datetime(2026, 1, 1, 0, 0, i, 123000, tzinfo=UTC),
+             "note": None if i % 2 else f"n{i}"} for i in range(10)]
+    _produce(bootstrap, schema_registry.url, source, KEPT, rows)
+    client = registry(schema_registry.url)
+    given = client.get_latest_version(f"{source}-value").schema
+    client.register_schema(f"{out}-value", given)
+
+    q = (spark.readStream.format("eoskafka").option("kafka.bootstrap.servers", bootstrap)
+         .option("subscribe", source).option("startingOffsets", "earliest")
+         .option("valueFormat", "avro").option("schema.registry.url", schema_registry.url)
+         .load().select("value")
+         .writeStream.format("eoskafka").option("kafka.bootstrap.servers", bootstrap)
+         .option("topic", out).option("valueFormat", "avro")
+         .option("schema.registry.url", schema_registry.url)
+         .option("auto.register.schemas", "false").option("use.latest.version", "true")
+         .option("checkpointLocation", str(tmp_path / "chk"))
+         .trigger(availableNow=True).start())
+    q.awaitTermination(300)
+    assert q.exception() is None, q.exception()
+
+    assert client.get_versions(f"{out}-value") == [1]
+    kept = client.get_latest_version(f"{out}-value").schema.schema_str
+    assert json.loads(kept) == json.loads(KEPT)
+    got = consume_committed(bootstrap, out, len(rows), AvroDeserializer(client))
+    assert sorted(got, key=lambda r: r["id"]) == rows
+    assert_no_open_transactions(bootstrap, out)

@@ -10,7 +10,7 @@ differs.
 
     python -m benchmarks.published            # print the tables
     python -m benchmarks.published --write    # rewrite them in docs/performance.md (and
-                                              # availability.md's)
+                                              # availability.md's, longrun.md's)
     python -m benchmarks.published latency bench-results/latency.json [more runs' .json]
         # benchmarks/latency/current.json from ``make bench-latency`` runs' own JSON
     python -m benchmarks.published formats bench-results/formats.json
@@ -29,9 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "performance.md"
 #: marker name -> the benchmark directory whose current.json fills it
 TABLES = {"throughput": "throughput", "latency": "latency", "scale": "scale",
-          "formats": "formats", "availability": "availability"}
+          "formats": "formats", "availability": "availability", "longrun": "longrun"}
 #: marker name -> the page it is on, when not docs/performance.md
-ELSEWHERE = {"availability": ROOT / "docs" / "availability.md"}
+ELSEWHERE = {"availability": ROOT / "docs" / "availability.md",
+             "longrun": ROOT / "docs" / "longrun.md"}
 
 
 def pages() -> list[Path]:

@@ -32,7 +32,7 @@ from .avro_arrow import (
     writing_fix,
 )
 from .avro_derive import avro_schema_for
-from .avro_types import Node, load, strip_logical
+from .avro_types import Node, documents, load, strip_logical
 from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup
 from .writers import writer_or_reason
 
@@ -110,10 +110,10 @@ class AvroDecoder:
     def _load_writer(self, writer: RegisteredSchema) -> tuple[Any, Any]:
         if writer.text == self.reader.text and writer.references == self.reader.references:
             return self._reader_parsed, None
-        documents = load(writer, self.lookup).documents
+        docs = documents(writer, self.lookup)  # parsed only: Spark's type is the reader's
         if self._branches:
-            documents = avro_branches.writer_documents(documents, self._documents)
-        return _parsed(documents), self._reader_parsed
+            docs = avro_branches.writer_documents(docs, self._documents)
+        return _parsed(docs), self._reader_parsed
 
     def _read(self, body: bytes, schema_id: int) -> Any:
         writer, reader = self._writer(schema_id)
@@ -307,8 +307,8 @@ class AvroEncoder:
                 out.write(header)
                 try:
                     write(out, schema, row if fix is None else fix(row))
-                except Exception as exc:
-                    raise self._error(column, i, row, exc) from exc
+                except Exception as exc:  # the fix changed ``row``: judge a fresh copy
+                    raise self._error(column, i, raw.slice(i, 1).to_pylist()[0], exc) from exc
             ends[i + 1] = out.tell()
         offsets = pa.array(ends, pa.int32() if ends[-1] < 2**31 else pa.int64())
         kind = pa.binary() if ends[-1] < 2**31 else pa.large_binary()

@@ -278,7 +278,21 @@ def reading_fix(node: Node, tagged: bool) -> Fix | None:
 
 def writing_fix(node: Node) -> Fix | None:
     """A function turning one ``to_pylist`` value into what fastavro writes (unions as
-    tagged values, maps as dicts), or None when it writes the value as it is."""
+    tagged values, maps as dicts), or None when it writes the value as it is.
+
+    A record, array or map that is the one non-null branch of a union and holds a tagged
+    union is tagged too: fastavro would pick its branch by validating the value, and its
+    validation does not know a tag naming a map, array or logical-type branch."""
+    fix = _writing_fix(node)
+    if (fix is None or node.kind not in ("record", "array", "map") or node.union_size < 2
+            or not any(n.kind == "union" for n in node.walk())):
+        return fix
+    tag = node.name if node.kind == "record" else node.kind
+    inner = fix
+    return lambda v: (tag, inner(v))
+
+
+def _writing_fix(node: Node) -> Fix | None:
     if node.kind == "union":
         fixes = [writing_fix(c) for _, c in node.children]
         names = [n for n, _ in node.children]

@@ -122,6 +122,13 @@ def _documents(schema: RegisteredSchema, lookup: SchemaLookup, seen: set[tuple[s
     return docs
 
 
+def documents(schema: RegisteredSchema, lookup: SchemaLookup) -> list[Any]:
+    """A schema's JSON and its references', referenced first, without Spark's type: a
+    writer schema is only parsed, so one Spark could not hold (recursive, say) still reads
+    as a reader schema that can."""
+    return _documents(schema, lookup, set())
+
+
 def load(schema: RegisteredSchema, lookup: SchemaLookup) -> Loaded:
     """Read a registered Avro schema and its references (Confluent's named-type imports)."""
     docs = _documents(schema, lookup, set())

@@ -34,6 +34,7 @@ from eos_kafka_source.formats.schemas import AVRO, PERMISSIVE, RegisteredSchema
 from tests.formats.explorer import spark_avro
 from tests.formats.explorer.arrow_compare import plain_rows, row_difference
 from tests.formats.explorer.avro_evolve import evolved, reader_of, writer_of
+from tests.formats.explorer.avro_evolve import features as evolution_features
 from tests.formats.explorer.avro_features import features
 from tests.formats.explorer.avro_gen import strip_logical
 from tests.formats.explorer.cases import Case, Difference, OneSchema
@@ -117,7 +118,7 @@ def check(cases: list[Case], spark: Any) -> tuple[list[Difference], int]:
     for p, theirs in zip(prepared, reads, strict=True):
         tags = features(writer_of(p.case.schema)) | features(reader_of(p.case.schema))
         if p.evolved:
-            tags.add("evolved")
+            tags |= evolution_features(writer_of(p.case.schema), reader_of(p.case.schema))
         found += [Difference(p.case, check, detail, tags)
                   for check, detail in _compare(p, theirs, deserializer)]
     return found, skipped

@@ -62,3 +62,15 @@ def evolve(rng: random.Random, writer: dict[str, Any]) -> dict[str, Any]:
             f["aliases"] = list(f.get("aliases", [])) + [f["name"]]
             f["name"] = f"renamed{i}"
     return reader
+
+
+def features(writer: dict[str, Any], reader: dict[str, Any]) -> set[str]:
+    """Names for what an evolution does that a known difference may be about."""
+    found = {"evolved"}
+    written = {f["name"]: f["type"] for f in writer["fields"]}
+    for f in reader["fields"]:
+        names = [f["name"], *f.get("aliases", ())]
+        before = next((written[n] for n in names if n in written), None)
+        if before == "bytes" and f["type"] == "string":
+            found.add("bytes-as-string")
+    return found

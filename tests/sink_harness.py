@@ -10,18 +10,23 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
 
 from eos_kafka_source.client.config import ClientConfig
+from eos_kafka_source.errors import ConnectionDroppedError
+from eos_kafka_source.faults import InjectedFault
 from eos_kafka_source.sink.decisions.log import DecisionLog
+from eos_kafka_source.sink.driver import committer
 from eos_kafka_source.sink.driver.protocol import DriverProtocol
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.naming import TransactionalIdFactory, fingerprint
 from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
+from eos_kafka_source.wire import txn as txn_module
 from tests.oracle import committed_view
 
 
@@ -176,3 +181,49 @@ def lose_task_1(sink: Harness, faults, tmp_path: Path, tasks: int = 2,  # noqa: 
     with sink.wire() as wire:
         fence(wire, [sink.ids.for_task(1)], sink.timeout_ms)
     return first
+
+
+@contextmanager
+def crash_between_endtxns() -> Iterator[None]:
+    """The driver dies between a batch's EndTxn commits: the first transaction committed,
+    the others still open, and commit() raises InjectedFault. The driver sends a batch's
+    EndTxns in one round, so this state is made here (a crash mid-round leaves it), not by a
+    fault point in the driver; one commit only."""
+    real = committer._finish
+    crashed: list[bool] = []
+
+    def first_then_crash(wire, pending, commit, deadline, known=None):  # noqa: ANN001, ANN202
+        if not commit or len(pending) < 2 or crashed:
+            return real(wire, pending, commit, deadline, known)
+        crashed.append(True)
+        real(wire, pending[:1], commit, deadline, known)
+        raise InjectedFault("between two EndTxn commits: injected fault")
+
+    committer._finish = first_then_crash  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        committer._finish = real  # type: ignore[assignment]
+
+
+@contextmanager
+def losing_endtxn_answers(verb: str = "commit", rounds: int | None = 1) -> Iterator[None]:
+    """The answers to the first ``rounds`` EndTxn ``verb`` rounds (None: every one) are
+    lost: the broker received and answered the requests, then the connection dropped before
+    the driver read them, so their outcome is unknown."""
+    sent = txn_module.request_spread
+    lost: list[str] = []
+
+    def losing(wire, calls, what, *args, **kwargs):  # noqa: ANN001, ANN202
+        answers = sent(wire, calls, what, *args, **kwargs)
+        if not what.startswith(f"EndTxn {verb}") or (rounds is not None and len(lost) >= rounds):
+            return answers
+        lost.append(what)
+        wire.close()
+        return [ConnectionDroppedError(f"{what}: the connection dropped")] * len(calls)
+
+    txn_module.request_spread = losing  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        txn_module.request_spread = sent  # type: ignore[assignment]

@@ -14,6 +14,7 @@ from eos_kafka_source.errors import TransactionLostError
 from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
+from tests.sink_harness import crash_between_endtxns
 
 SCHEMA = StructType([StructField("value", BinaryType())])
 
@@ -97,10 +98,8 @@ def test_without_a_log_an_interrupted_commit_is_finished_not_aborted(
                                  SCHEMA)
     handoffs = [writer.write(iter([pa.RecordBatch.from_pydict({"value": [f"r{p}".encode()] * 5})]))
                 for p in range(2)]
-    faults("commit.between_endtxn=raise")
-    with pytest.raises(RuntimeError, match="injected fault"):
+    with crash_between_endtxns(), pytest.raises(RuntimeError, match="injected fault"):
         writer.commit(handoffs)
-    faults("")
     with pytest.raises(WriteCommittedError, match="all 10 records"):
         writer.abort(handoffs)
     assert _committed(bootstrap, unique) == Counter({b"r0": 5, b"r1": 5})
@@ -122,8 +121,7 @@ def test_without_a_log_an_unknown_outcome_is_reported_and_never_aborted(
     writer = EosKafkaBatchWriter(options, SCHEMA)
     handoffs = [writer.write(iter([pa.RecordBatch.from_pydict({"value": [f"r{p}".encode()] * 5})]))
                 for p in range(2)]
-    faults("commit.between_endtxn=raise")
-    with pytest.raises(RuntimeError, match="injected fault"):
+    with crash_between_endtxns(), pytest.raises(RuntimeError, match="injected fault"):
         writer.commit(handoffs)
     faults("commit.before_endtxn=drop")
     with pytest.raises(TransactionOutcomeUnknownError, match="did NOT abort them"):

@@ -63,7 +63,6 @@ SCENARIO = {
     "store.before_final": "commit",
     "commit.after_decision": "commit",
     "commit.before_endtxn": "commit",
-    "commit.between_endtxn": "commit",
     "endtxn.commit.answered": "commit",
     "commit.before_done": "commit",
     "commit.after_done": "commit",
@@ -93,8 +92,8 @@ EXTRA = [
 #: Cells whose batch 1 is decided when the driver dies (a rewound checkpoint is then refused).
 LOST = ("lost", "lost_big", "hanging")
 DECIDED = {p for p, s in SCENARIO.items() if s in LOST} | {
-    "commit.after_decision", "commit.before_endtxn", "commit.between_endtxn",
-    "endtxn.commit.answered", "commit.before_done", "commit.after_done", "commit.cleanup"}
+    "commit.after_decision", "commit.before_endtxn", "endtxn.commit.answered",
+    "commit.before_done", "commit.after_done", "commit.cleanup"}
 ACTIONS = ("none", "kafka_abort", "fence", "rewind", "prefix", "store_fail")
 #: Every topic and prefix of this module's cells starts with it.
 SWEEP = f"sweep{uuid.uuid4().hex[:6]}"

@@ -32,12 +32,17 @@ ROOT = Path(__file__).parents[2]
 #: The first driver: three tasks, then a commit that SIGKILLs its own process between
 #: the first EndTxn and the others (the decision is on S3, one transaction committed).
 _DRIVER = """
-import sys
-from tests.sink_harness import Background, Harness, assert_once_on_kafka, await_path, vals
+import os, signal, sys
+from tests.sink_harness import Harness, crash_between_endtxns, vals
 bootstrap, topic, prefix, location = sys.argv[1:5]
 h = Harness(bootstrap, topic, prefix, location)
 h.driver.prepare(new_run=True)
-h.driver.commit(0, [h.task(p, vals(f"t{p}")) for p in range(3)], tasks=3)
+handoffs = [h.task(p, vals(f"t{p}")) for p in range(3)]
+with crash_between_endtxns():
+    try:
+        h.driver.commit(0, handoffs, tasks=3)
+    finally:
+        os.kill(os.getpid(), signal.SIGKILL)  # the driver dies after the first EndTxn
 """
 
 
@@ -50,8 +55,8 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
 def test_decision_log_on_s3_rolls_forward_after_driver_kill(bootstrap, unique, s3) -> None:
     create_topic(bootstrap, unique, partitions=2)
     location = f"s3://{BUCKET}/{unique}/checkpoint"
-    env = {**os.environ, "PYTHONPATH": str(ROOT),
-           "EOSKAFKA_TEST_FAULTS": "commit.between_endtxn=kill"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("EOSKAFKA_TEST_FAULTS", None)
     env.pop("EOSKAFKA_TEST_FAULTS_FILE", None)
     killed = subprocess.run([sys.executable, "-c", _DRIVER, bootstrap, unique, unique, location],
                             env=env, capture_output=True, timeout=300)

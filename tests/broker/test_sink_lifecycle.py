@@ -34,7 +34,9 @@ from tests.sink_harness import (
     Harness,
     assert_once_on_kafka,
     await_path,
+    crash_between_endtxns,
     lose_task_1,
+    losing_endtxn_answers,
     vals,
 )
 from tests.unit.test_batch_identity import write_offsets
@@ -246,10 +248,8 @@ def test_batch_write_with_a_decision_log_finishes_a_crashed_write_before_the_rer
              "decisionLogLocation": str(tmp_path / "decisions")}
     crashed = _batch_writer(bootstrap, unique, **extra)
     handoffs = [crashed.write(iter([_rows("t0")])), _retagged(crashed, 1, "t1")]
-    faults("commit.between_endtxn=raise")
-    with pytest.raises(RuntimeError, match="injected fault"):
+    with crash_between_endtxns(), pytest.raises(RuntimeError, match="injected fault"):
         crashed.commit(handoffs)  # the driver process dies here
-    faults("")
     with pytest.raises(PreviousWriteCompletedError, match="do not run it again") as err:
         _batch_writer(bootstrap, unique, **extra)  # the user reruns the write
     assert "20 records" in str(err.value)
@@ -393,14 +393,14 @@ def test_fenced_after_an_unknown_outcome_is_read_from_the_log(
     lost and a replay wrote the rows again."""
     handoffs = [sink.task(0, vals("answer-lost"))]
     gate = tmp_path / "gate"
-    faults(f"endtxn.commit.answered=block:{gate}@{tmp_path / 'once1'},"
-           f"endtxn.commit.answered=drop@{tmp_path / 'once2'}")
-    committing = Background(lambda: sink.driver.commit(0, handoffs, tasks=1))
-    await_path(gate.with_suffix(".started"))  # committed; the answer is about to be lost
-    with sink.wire() as wire:
-        fence(wire, [handoffs[0].transactional_id], 60000)
-    gate.with_suffix(".release").touch()
-    assert committing.outcome(120) is None
+    faults(f"endtxn.commit.answered=block:{gate}@{tmp_path / 'once1'}")
+    with losing_endtxn_answers():
+        committing = Background(lambda: sink.driver.commit(0, handoffs, tasks=1))
+        await_path(gate.with_suffix(".started"))  # committed; the answer lost
+        with sink.wire() as wire:
+            fence(wire, [handoffs[0].transactional_id], 60000)
+        gate.with_suffix(".release").touch()
+        assert committing.outcome(120) is None
     faults("")
     decision = sink.log.get(0)
     assert decision.done and not decision.lost

@@ -20,7 +20,14 @@ from eos_kafka_source.errors import (
 from tests.java_oracle import assert_java_agrees
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, committed_view
-from tests.sink_harness import Background, Harness, await_path, lose_task_1, vals
+from tests.sink_harness import (
+    Background,
+    Harness,
+    await_path,
+    crash_between_endtxns,
+    lose_task_1,
+    vals,
+)
 
 _Background = Background
 _await = await_path
@@ -51,10 +58,8 @@ def test_invariant1_decision_recorded_before_first_endtxn(sink: Harness, faults)
 def test_invariant2_restart_rolls_decided_batch_forward_before_tasks(sink: Harness,
                                                                      faults) -> None:
     handoffs = [sink.task(p, _vals(f"t{p}")) for p in range(2)]
-    faults("commit.between_endtxn=raise")
-    with pytest.raises(RuntimeError):
+    with crash_between_endtxns(), pytest.raises(RuntimeError, match="injected fault"):
         sink.driver.commit(0, handoffs, tasks=2)
-    faults("")
     assert len(sink.committed(settle=False)) == 30  # half committed: a crash between two EndTxns
     sink.driver.prepare(new_run=True)  # the restarted driver, before any task starts
     assert sink.committed() == Counter(_vals("t0") + _vals("t1"))

@@ -22,7 +22,14 @@ import pytest
 from eos_kafka_source.sink.decisions.states import State
 from eos_kafka_source.sink.driver.fencing import fence
 from eos_kafka_source.sink.handoff import TxnHandoff
-from tests.sink_harness import Background, Harness, assert_once_on_kafka, await_path, vals
+from tests.sink_harness import (
+    Background,
+    Harness,
+    assert_once_on_kafka,
+    await_path,
+    crash_between_endtxns,
+    vals,
+)
 
 pytestmark = [pytest.mark.faults]
 
@@ -38,10 +45,8 @@ def _restart(h: Harness) -> Harness:
 def _lose(h: Harness, handoffs: list[TxnHandoff], faults) -> None:  # noqa: ANN001
     """Batch 0 decided; the driver dies after task 0's EndTxn; a fence then aborts the
     others (Kafka's abort of a decided transaction)."""
-    faults("commit.between_endtxn=raise")
-    with pytest.raises(RuntimeError, match="injected fault"):
+    with crash_between_endtxns(), pytest.raises(RuntimeError, match="injected fault"):
         h.driver.commit(0, handoffs, tasks=len(handoffs))
-    faults("")
     with h.wire() as wire:
         fence(wire, [h.ids.for_task(p) for p in range(1, len(handoffs))], 60000)
 

@@ -20,7 +20,13 @@ from eos_kafka_source.errors import TransactionLostError, TransactionOutcomeUnkn
 from eos_kafka_source.sink.decisions.states import State
 from eos_kafka_source.sink.driver.fencing import fence
 from eos_kafka_source.sink.handoff import TxnHandoff
-from tests.sink_harness import Harness, assert_once_on_kafka, vals
+from tests.sink_harness import (
+    Harness,
+    assert_once_on_kafka,
+    crash_between_endtxns,
+    losing_endtxn_answers,
+    vals,
+)
 
 pytestmark = [pytest.mark.kafka_only, pytest.mark.faults]
 
@@ -35,10 +41,8 @@ def _restart(h: Harness) -> Harness:
 def _crash_between_endtxns(h: Harness, handoffs: list[TxnHandoff], faults) -> None:  # noqa: ANN001
     """Decide batch 0 and die after the first hand-off's EndTxn committed (no abort: a
     killed driver runs nothing after)."""
-    faults("commit.between_endtxn=raise")
-    with pytest.raises(RuntimeError, match="injected fault"):
+    with crash_between_endtxns(), pytest.raises(RuntimeError, match="injected fault"):
         h.driver.commit(0, handoffs, tasks=len(handoffs))
-    faults("")
 
 
 def _fence(h: Harness, *tasks: int) -> None:
@@ -239,9 +243,8 @@ def test_a_replay_whose_aborts_are_not_confirmed_leaves_the_pool_to_be_fenced(
     sink.driver.commit(0, [sink.task(p, vals(f"b0t{p}")) for p in range(2)], tasks=2)
     assert sink.log.pool().clean
     replay = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
-    faults("endtxn.abort.answered=drop")  # every abort's answer is lost
-    sink.driver.commit(0, replay, tasks=2)
-    faults("")
+    with losing_endtxn_answers("abort", rounds=None):  # every abort's answer is lost
+        sink.driver.commit(0, replay, tasks=2)
     assert not sink.log.pool().clean
     sink.driver.prepare(new_run=False)  # the next batch's planning fences the pool
     assert sink.log.pool().clean

@@ -28,7 +28,7 @@ from eos_kafka_source.cli import main
 from eos_kafka_source.errors import TimeoutError_, TransactionLostError
 from tests.kafka_clusters import kafka_for_tests
 from tests.kafka_helpers import create_topic
-from tests.sink_harness import Harness, assert_once_on_kafka, vals
+from tests.sink_harness import Harness, assert_once_on_kafka, crash_between_endtxns, vals
 from tests.waiting import until
 
 pytestmark = [pytest.mark.kafka_only, pytest.mark.faults]
@@ -77,18 +77,22 @@ def test_task_stalled_past_the_timeout_fails_the_batch_whole_then_replay_commits
 
 
 def _decided_then_down_past_the_timeout(sink: Harness, faults, tmp_path: Path,
-                                        point: str = "commit.between_endtxn",
+                                        point: str = "between_endtxns",
                                         prepare: bool = True) -> Harness:
     """The driver records its decision and dies (at ``point``: between its two EndTxns, so
     task 0's transaction committed; or right after the decision, before any EndTxn); it
     stays down until Kafka has aborted what was still open. Returns the restarted driver,
     prepared (with ``prepare``)."""
     handoffs = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
-    faults(f"{point}=raise@{tmp_path / 'once'}")
-    with pytest.raises(RuntimeError, match="injected fault"):
-        sink.driver.commit(0, handoffs, tasks=2)
-    faults("")
-    open_values = vals("b0t1") if point == "commit.between_endtxn" else vals("b0t0") + vals(
+    if point == "between_endtxns":
+        with crash_between_endtxns(), pytest.raises(RuntimeError, match="injected fault"):
+            sink.driver.commit(0, handoffs, tasks=2)
+    else:
+        faults(f"{point}=raise@{tmp_path / 'once'}")
+        with pytest.raises(RuntimeError, match="injected fault"):
+            sink.driver.commit(0, handoffs, tasks=2)
+        faults("")
+    open_values = vals("b0t1") if point == "between_endtxns" else vals("b0t0") + vals(
         "b0t1")
     _await_timeout_abort(sink, open_values)
     restarted = Harness(sink.bootstrap, sink.topic, sink.ids.prefix, tmp_path / "ckpt",

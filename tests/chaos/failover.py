@@ -1,8 +1,8 @@
 """The failover check (``make failover``, issue 30): kills aimed at every commit step.
 
 On a 3-node Apache Kafka (``min.insync.replicas=2``), each step of the driver's commit
-(before and after its decision, before the first EndTxn, between two EndTxns, before and
-after marking the decision done) is met once by a ``kill -9``: of the transaction
+(before and after its decision, before the EndTxn round, once its EndTxns are answered,
+before and after marking the decision done) is met once by a ``kill -9``: of the transaction
 coordinator of one of the sink's ids, or of the leader of an output partition (whose
 markers and confirming reads the commit needs), in turn. Then the driver itself is
 SIGKILLed and restarted to drain on Trigger.AvailableNow. The verdict is the chaos

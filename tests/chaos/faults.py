@@ -36,7 +36,7 @@ from .cluster import SparkCluster, java_ancestor
 from .pipeline import Pipeline
 
 KINDS = ("executor_kill", "driver_kill", "broker_restart", "query_stop", "zombie")
-_COMMIT_POINTS = ("commit.before_decision", "commit.after_decision", "commit.between_endtxn",
+_COMMIT_POINTS = ("commit.before_decision", "commit.after_decision", "endtxn.commit.answered",
                   "commit.before_done", "commit.after_done")
 _ARM_TIMEOUT_S = 90.0
 

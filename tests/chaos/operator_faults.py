@@ -123,7 +123,7 @@ class OperatorChaos(KafkaChaos):
 
     def restart_changed_options(self) -> None:
         point, landed = self._kill_at(("commit.before_decision", "commit.after_decision",
-                                       "commit.between_endtxn", "commit.before_done"))
+                                       "endtxn.commit.answered", "commit.before_done"))
         self.cfg["max_offsets"] = self.rng.choice((500, 2000, 5000, 8000))
         self.cfg["min_partitions"] = self.rng.choice((0, 2, 4, 6))
         self.cfg["most_tasks"] = max(self.cfg.get("most_tasks") or 0, self.cfg["min_partitions"])
@@ -137,7 +137,7 @@ class OperatorChaos(KafkaChaos):
                      point, landed)
 
     def fence_crashed(self) -> None:
-        point, landed = self._kill_at(("commit.after_decision", "commit.between_endtxn",
+        point, landed = self._kill_at(("commit.after_decision", "endtxn.commit.answered",
                                        "commit.before_done"))
         location = self.cfg.get("decision_log") or self.cfg["checkpoint"]
         proc = subprocess.run(
@@ -314,7 +314,7 @@ class OperatorChaos(KafkaChaos):
         old prefix's open transactions are fenced (the decision log names them), the new
         prefix writes from there."""
         point, landed = self._kill_at(("commit.before_decision", "commit.after_decision",
-                                       "commit.between_endtxn"))
+                                       "endtxn.commit.answered"))
         self.cfg["prefixes"] = self.cfg.get("prefixes", 0) + 1
         self.cfg["prefix"] = f"chaos-renamed-{self.cfg['prefixes']}"
         self._save_config()

@@ -76,11 +76,11 @@ def _run(bootstrap: str, src: str, out: str, ckpt: Path, faults: str = "",
 
 #: With ``EOSKAFKA_SWEEP=full`` (``make sweep``) every commit step; otherwise the two that
 #: send Spark's replay down different paths: an undecided batch (aborted, then written again)
-#: and a decided one that is half committed (rolled forward, the replay discarded). The other
+#: and a decided one whose EndTxns were sent (rolled forward, the replay discarded). The other
 #: steps are the second path again as far as Spark can tell, and the crash-point sweep
 #: (tests/broker/test_crash_points.py, in `make test-kafka-faults`) kills a driver at every
 #: one of them; each case here costs a Spark driver's start, about 30 s, 100-200 s in CI.
-KILL_POINTS = ["commit.before_decision", "commit.between_endtxn"] + (
+KILL_POINTS = ["commit.before_decision", "endtxn.commit.answered"] + (
     ["commit.after_decision", "commit.before_done", "commit.after_done"] if FULL_SWEEP else [])
 RAISE_POINTS = ["commit.after_decision"] + (["commit.before_decision"] if FULL_SWEEP else [])
 

@@ -12,6 +12,7 @@ from eos_kafka_source.records.decode import arrow_schema
 from eos_kafka_source.source import partition_reader as pr
 from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.wire import Bounds, TopicInfo
+from tests.fakes.wire import FakeWire
 
 
 class FakeLog:
@@ -51,18 +52,10 @@ class FakeLog:
         return Cursor()
 
 
-class FakeWire:
-    def __init__(self, _config) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 @pytest.fixture
 def log(monkeypatch) -> FakeLog:
     fake = FakeLog([[0, 1], [5, 6], [9]])  # offsets 2-4 and 7-8 compacted away
-    monkeypatch.setattr(pr, "KafkaWire", FakeWire)
+    monkeypatch.setattr(pr, "KafkaWire", FakeWire.for_config)
     monkeypatch.setattr(pr, "fetch_metadata", lambda _w, topics: {"t": TopicInfo("t", {0: 1})})
     monkeypatch.setattr(pr, "LogCursor", fake.cursor)
     monkeypatch.setattr(pr, "fetch_bounds",

@@ -24,6 +24,7 @@ from eos_kafka_source.source.planner import SourcePlanner
 from eos_kafka_source.source.stream_reader import HAS_READ_LIMITS
 from eos_kafka_source.wire import Bounds, TopicInfo
 from eos_kafka_source.wire import cluster as cluster_mod
+from tests.fakes.wire import FakeWire
 
 
 @dataclass
@@ -47,14 +48,6 @@ class FakeCluster:
         return {tp: self.topics[tp[0]][tp[1]] for tp in leaders}
 
 
-class FakeWire:
-    def __init__(self, config):
-        self.config = config
-
-    def close(self) -> None:
-        pass
-
-
 @pytest.fixture
 def cluster(monkeypatch) -> FakeCluster:
     return fake_cluster(monkeypatch)
@@ -66,7 +59,7 @@ def fake_cluster(monkeypatch) -> FakeCluster:
     monkeypatch.setattr(cluster_mod, "fetch_metadata", fake.metadata)
     monkeypatch.setattr(planner_mod, "fetch_metadata", fake.metadata)
     monkeypatch.setattr(planner_mod, "fetch_bounds", fake.fetch_bounds)
-    monkeypatch.setattr(planner_mod, "KafkaWire", FakeWire)
+    monkeypatch.setattr(planner_mod, "KafkaWire", FakeWire.for_config)
     return fake
 
 

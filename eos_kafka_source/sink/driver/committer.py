@@ -45,7 +45,7 @@ from ...errors import (
     TimeoutError_,
     TransactionOutcomeUnknownError,
 )
-from ...faults import armed, fault_point
+from ...faults import fault_point
 from ...kafka_codes import Action, classify
 from ...wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, verify_txns
 from ...wire.txn import EndTxnOutcome, coordinator_answers
@@ -88,13 +88,6 @@ class FinishReport:
     def describe_unknown(self) -> list[str]:
         return [f"{h.describe()}: {reason}" for h, reason in self.unknown]
 
-    def merge(self, other: FinishReport) -> None:
-        self.done += other.done
-        self.lost += other.lost
-        self.unknown += other.unknown
-        self.uncertain |= other.uncertain
-        self.partly_committed |= other.partly_committed
-
 
 def finish(wire: KafkaWire, handoffs: list[TxnHandoff], *, commit: bool,
            deadline_s: float = 60.0, coordinators: Mapping[str, int] | None = None
@@ -108,13 +101,7 @@ def finish(wire: KafkaWire, handoffs: list[TxnHandoff], *, commit: bool,
     """
     started = time.perf_counter()
     deadline = time.monotonic() + deadline_s
-    pending = [h for h in handoffs if h.open]
-    if commit and len(pending) > 1 and armed("commit.between_endtxn"):
-        report = _finish(wire, pending[:1], commit, deadline, coordinators)  # a test acts
-        fault_point("commit.between_endtxn")  # in between
-        report.merge(_finish(wire, pending[1:], commit, deadline))
-    else:
-        report = _finish(wire, pending, commit, deadline, coordinators)
+    report = _finish(wire, [h for h in handoffs if h.open], commit, deadline, coordinators)
     report.seconds = time.perf_counter() - started
     return report
 

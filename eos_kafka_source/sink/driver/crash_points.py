@@ -52,8 +52,6 @@ POINTS: tuple[CrashPoint, ...] = (
                "the decision (batch id, every hand-off); no EndTxn sent"),
     CrashPoint("commit.before_endtxn", "commit",
                "the decision; coordinators found, EndTxn about to be sent"),
-    CrashPoint("commit.between_endtxn", "commit",
-               "the decision; the first transaction committed, the others still open"),
     CrashPoint("endtxn.commit.answered", "commit",
                "the decision; every EndTxn commit answered by its coordinator, the answers "
                "not yet read"),

@@ -87,7 +87,8 @@ def _converter(arrow: pa.DataType, path: str = "") -> Convert:
     """How a parsed JSON value becomes what ``pa.array`` takes for ``arrow``, checked by the
     reader schema's types: a value the type cannot hold exactly (2.7 for an integer, true
     for a number, a number for a string) raises ValueError naming its path, never
-    converted (as Spark's from_json). Dates and timestamps are parsed from their text."""
+    converted (as Spark's from_json). Dates and timestamps are parsed from their text.
+    Rows are first read with the quick checks (:func:`_quick`); these word a misfit."""
     if pa.types.is_int64(arrow):
         return _integer(path)
     if pa.types.is_float64(arrow):
@@ -101,52 +102,144 @@ def _converter(arrow: pa.DataType, path: str = "") -> Convert:
     if pa.types.is_date(arrow):
         return _kind(path, str, "a date string", datetime.date.fromisoformat)
     if pa.types.is_struct(arrow):
-        plan = [(f.name, f.nullable, _converter(f.type, f"{path}.{f.name}" if path else f.name))
-                for f in arrow]
-
-        def struct(value: Any) -> dict[str, Any]:
-            if type(value) is not dict:
-                raise _misfit(path, value, "is not an object")
-            out: dict[str, Any] = {}
-            for name, nullable, conv in plan:
-                item = value.get(name)
-                if item is None:
-                    if not nullable:
-                        raise ValueError(f"{path + '.' if path else ''}{name} is "
-                                         f"{'null' if name in value else 'missing'}, which "
-                                         "the reader schema requires")
-                    out[name] = None
-                else:
-                    out[name] = conv(item)
-            return out
-        return struct
-    if pa.types.is_list(arrow):
-        item = _converter(arrow.value_type, f"{path}[]")
-        nullable = arrow.value_field.nullable
-
-        def array(items: Any) -> list[Any]:
-            if type(items) is not list:
-                raise _misfit(path, items, "is not an array")
-            return [_item(v, item, nullable, path) for v in items]
-        return array
-    if pa.types.is_map(arrow):
-        value = _converter(arrow.item_type, f"{path}{{}}")
-        nullable = arrow.item_field.nullable
+        return _struct(arrow, path)
+    if pa.types.is_list(arrow) or pa.types.is_map(arrow):
+        inner = arrow.value_field if pa.types.is_list(arrow) else arrow.item_field
+        conv = _converter(inner.type, f"{path}[]" if pa.types.is_list(arrow) else
+                          f"{path}{{}}")
+        nullable = inner.nullable
+        if pa.types.is_list(arrow):
+            def array(items: Any) -> list[Any]:
+                if type(items) is not list:
+                    raise _misfit(path, items, "is not an array")
+                return [_item(v, conv, nullable, path) for v in items]
+            return array
 
         def obj(items: Any) -> dict[str, Any]:
             if type(items) is not dict:
                 raise _misfit(path, items, "is not an object")
-            return {k: _item(v, value, nullable, path) for k, v in items.items()}
+            return {k: _item(v, conv, nullable, path) for k, v in items.items()}
         return obj
     raise ConfigError(f"the JSON reader has no check for {arrow}")
 
 
-def _item(v: Any, conv: Convert, nullable: bool, path: str) -> Any:
+def _struct(arrow: pa.StructType, path: str) -> Convert:
+    plan = [(f.name, f.nullable, _converter(f.type, f"{path}.{f.name}" if path else f.name))
+            for f in arrow]
+
+    def struct(value: Any) -> dict[str, Any]:
+        if type(value) is not dict:
+            raise _misfit(path, value, "is not an object")
+        out: dict[str, Any] = {}
+        for name, nullable, conv in plan:
+            item = value.get(name)
+            if item is None:
+                if not nullable:
+                    raise ValueError(f"{path + '.' if path else ''}{name} is "
+                                     f"{'null' if name in value else 'missing'}, which "
+                                     "the reader schema requires")
+                out[name] = None
+            else:
+                out[name] = conv(item)
+        return out
+    return struct
+
+
+class _Quick:
+    """The checks ``pa.array`` does not make itself (it truncates 2.7 into an integer, takes
+    true as 1.0 and lets a null into a required property), compiled to one Python function
+    per reader type that mutates the parsed row in place: inline ``type(x) is int`` tests
+    instead of a call per value (as fast as no check on a record of numbers, where calls
+    cost a third of the read). Any misfit raises ValueError; the full checks word it."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names = 0
+
+    def var(self) -> str:
+        self.names += 1
+        return f"v{self.names}"
+
+    def emit(self, arrow: pa.DataType, var: str, store: str, pad: str) -> bool:
+        """Lines checking ``var`` (stored back with ``store % value``); False: none needed."""
+        out = self.lines
+        if pa.types.is_int64(arrow):
+            out.append(f"{pad}if type({var}) is not int: {store % f'_integral({var})'}")
+            return True
+        if pa.types.is_float64(arrow):
+            out.append(f"{pad}if type({var}) is bool: raise ValueError")
+            return True
+        if pa.types.is_timestamp(arrow) or pa.types.is_date(arrow):
+            parse = "_timestamp" if pa.types.is_timestamp(arrow) else "_date"
+            out.append(f"{pad}if type({var}) is not str: raise ValueError")
+            out.append(f"{pad}{store % f'{parse}({var})'}")
+            return True
+        if pa.types.is_struct(arrow):
+            mark = len(out)
+            out.append(f"{pad}if type({var}) is not dict: raise ValueError")
+            needed = False
+            for f in arrow:
+                child = self.var()
+                out.append(f"{pad}{child} = {var}.get({f.name!r})")
+                inner = len(out)
+                out.append(f"{pad}if {child} is not None:")
+                if self.emit(f.type, child, f"{var}[{f.name!r}] = %s", pad + "    "):
+                    needed = True
+                else:
+                    del out[inner:]
+                if not f.nullable:
+                    out.append(f"{pad}if {child} is None: raise ValueError")
+                    needed = True
+                if len(out) == inner:
+                    del out[inner - 1:]
+            if not needed:
+                del out[mark:]
+            return needed
+        if pa.types.is_list(arrow) or pa.types.is_map(arrow):
+            field_ = arrow.value_field if pa.types.is_list(arrow) else arrow.item_field
+            key, child = self.var(), self.var()
+            mark = len(out)
+            kind, each = ("list", f"enumerate({var})") if pa.types.is_list(arrow) else (
+                "dict", f"list({var}.items())")
+            out.append(f"{pad}if type({var}) is not {kind}: raise ValueError")
+            out.append(f"{pad}for {key}, {child} in {each}:")
+            inner = len(out)
+            if not field_.nullable:
+                out.append(f"{pad}    if {child} is None: raise ValueError")
+            out.append(f"{pad}    if {child} is not None:")
+            if not self.emit(field_.type, child, f"{var}[{key}] = %s", pad + "        "):
+                out.pop()
+            if len(out) == inner:
+                del out[mark:]
+                return False
+            return True
+        return False  # string, boolean: pa.array refuses a misfit itself
+
+
+def _integral(v: Any) -> int:
+    if type(v) is float and v.is_integer() and _INT64[0] <= v < _INT64[1]:
+        return int(v)
+    raise ValueError
+
+
+def _quick(arrow: pa.DataType) -> Convert | None:
+    """The compiled quick checks for a column of ``arrow`` (None: nothing to check)."""
+    code = _Quick()
+    if not code.emit(arrow, "v0", "v0 = %s", "    "):
+        return None
+    source = "def quick(v0):\n" + "\n".join(code.lines) + "\n    return v0\n"
+    scope: dict[str, Any] = {"_integral": _integral, "_timestamp": _parse_timestamp,
+                             "_date": datetime.date.fromisoformat}
+    exec(compile(source, "<json reader checks>", "exec"), scope)  # noqa: S102
+    return scope["quick"]  # type: ignore[no-any-return]
+
+
+def _item(v: Any, conv: Convert | None, nullable: bool, path: str) -> Any:
     if v is None:
         if not nullable:
             raise ValueError(f"{path} holds a null, which the reader schema does not allow")
         return None
-    return conv(v)
+    return v if conv is None else conv(v)
 
 
 @dataclass
@@ -160,9 +253,10 @@ class JsonDecoder:
     validate: bool = False
     _validators: dict[int, Checker | str] = field(default_factory=dict)
     _convert: Convert = field(init=False)
+    _quick: Convert | None = field(init=False)
 
     def __post_init__(self) -> None:
-        self._convert = _converter(self.arrow_type)
+        self._convert, self._quick = _converter(self.arrow_type), _quick(self.arrow_type)
 
     def _validator_for(self, schema_id: int) -> Checker | str:
         """The writer schema's checker, or why it cannot be had (kept: asked once per id)."""
@@ -216,15 +310,18 @@ class JsonDecoder:
                        pa.array(errors, pa.string()) if any_error else None)
 
     def _column(self, rows: list[Any], errors: list[str | None]) -> pa.Array:
-        """One conversion for the whole column; if it fails, row by row to find the rows
-        that do not fit (they become errors)."""
-        convert = self._convert
-        for i, row in enumerate(rows):
-            if row is not None:
-                try:
-                    rows[i] = convert(row)
-                except (ValueError, TypeError, AttributeError) as exc:
-                    errors[i], rows[i] = f"it does not fit the reader schema: {exc}", None
+        """One conversion for the whole column (the quick checks, then one ``pa.array``);
+        if it fails, row by row to find the rows that do not fit (they become errors,
+        worded by the full checks)."""
+        parsed = list(rows)  # the quick checks change rows in place; keep them for words
+        quick = self._quick
+        if quick is not None:
+            for i, row in enumerate(rows):
+                if row is not None:
+                    try:
+                        rows[i] = quick(row)
+                    except (ValueError, TypeError, AttributeError):
+                        errors[i], rows[i] = self._why(parsed[i], None), None
         try:
             return pa.array(rows, self.arrow_type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
@@ -235,8 +332,16 @@ class JsonDecoder:
             try:
                 pa.array([row], self.arrow_type)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
-                errors[i], rows[i] = f"it does not fit the reader schema: {exc}", None
+                errors[i], rows[i] = self._why(parsed[i], exc), None
         return pa.array(rows, self.arrow_type)
+
+    def _why(self, row: Any, arrow_error: Exception | None) -> str:
+        """Why a row does not fit the reader schema, in the full checks' words."""
+        try:
+            self._convert(row)
+        except (ValueError, TypeError, AttributeError) as exc:
+            return f"it does not fit the reader schema: {exc}"
+        return f"it does not fit the reader schema: {arrow_error}"
 
     def _fail_fast(self, errors: list[str | None], framed: framing.Framed,
                    where: Callable[[int], str]) -> None:

@@ -319,3 +319,22 @@ def test_values_the_reader_type_holds_exactly_read() -> None:
     got = json_schema.decoder(schema, DictLookup(schema), mode=FAILFAST).decode(payloads, WHERE)
     assert got.values.to_pylist() == [{"qty": 1, "price": 3.0, "ok": None, "name": None,
                                        "sizes": [2]}]
+
+
+def test_the_checks_reach_into_arrays_and_maps_of_objects() -> None:
+    doc = {"type": "object", "properties": {
+        "lines": {"type": "array", "items": {"type": "object", "properties": {
+            "qty": {"type": "integer"}}, "required": ["qty"]}},
+        "prices": {"type": "object", "additionalProperties": {"type": "number"}}}}
+    schema = _schema(doc)
+    bodies = [b'{"lines": [{"qty": 1}, {"qty": 2.0}], "prices": {"a": 1, "b": 2.5}}',
+              b'{"lines": [{"qty": 1.5}]}', b'{"lines": [{}]}', b'{"prices": {"a": false}}']
+    got = json_schema.decoder(schema, DictLookup(schema), mode=PERMISSIVE).decode(
+        pa.array([b"\x00\x00\x00\x00\x01" + b for b in bodies], pa.binary()), WHERE)
+    assert got.values.to_pylist()[0] == {"lines": [{"qty": 1}, {"qty": 2}],
+                                         "prices": [("a", 1.0), ("b", 2.5)]}
+    errors = got.errors.to_pylist()
+    assert errors[0] is None
+    assert "lines[].qty is 1.5" in errors[1]
+    assert "lines[].qty is missing" in errors[2]
+    assert "prices{} is false, which is not a number" in errors[3]

@@ -116,3 +116,14 @@ def _collect(df: Any, columns: dict[int, Any], out: list[SparkRead]) -> None:
         return
     for k in keys:
         out[k].rows = table.column(f"c{k}").combine_chunks()
+
+
+def fails(spark: Any, case: tuple[str, str | None], body: bytes) -> bool:
+    """Whether ``from_avro`` in FAILFAST refuses one record: in PERMISSIVE, a record Spark
+    cannot read comes back as a struct of nulls, which a record of null fields also is."""
+    df = spark.createDataFrame(pa.table({"c0": pa.array([body], pa.binary())}))
+    try:
+        df.select(_from_avro(0, case, "FAILFAST")).toArrow()
+    except Exception:  # noqa: BLE001 - the refusal is the answer
+        return True
+    return False

@@ -9,7 +9,9 @@ Modules, one job each:
 
 - :mod:`.schemas`   -- the shared vocabulary: a registered schema, the lookup interface the
   codecs use, a decoded column.
-- :mod:`.framing`   -- the 5-byte header (and Protobuf's message indexes): split and build.
+- :mod:`.framing`   -- the 5-byte header (and Protobuf's message indexes): split and build;
+  :mod:`.header_ids` -- a schema id carried in a record header instead, as that prefix.
+- :mod:`.extras`    -- the packages each format needs, and the extra that brings them.
 - :mod:`.registry`  -- the HTTP client for Confluent's REST API (ccompat), with sign-ins, TLS
   and a per-process cache.
 - :mod:`.avro`, :mod:`.protobuf`, :mod:`.json_schema` -- one codec per format: the reader

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafka.protocol.admin.transactions import DescribeProducersRequest
 
@@ -97,33 +97,51 @@ def txn_outcomes(wire: KafkaWire, leaders: Mapping[TopicPartition, int], places:
     """Each place's outcome: True COMMIT, False ABORT, None no marker by ``deadline``
     (``time.monotonic()``), or none while its partition's log stood still for ``stall_s``.
     A place whose partition answered with an error is absent."""
-    pending = {p: leaders[p.tp] for p in places}
-    ours: dict[TopicPartition, set[int]] = {}
-    for p in places:
-        ours.setdefault(p.tp, set()).add(p.first)
+    queues: dict[TopicPartition, _Queue] = {}
+    for place in sorted(places, key=lambda p: p.first):
+        queues.setdefault(place.tp, _Queue(leaders[place.tp])).places.append(place)
+    for queue in queues.values():
+        queue.ours = {p.first for p in queue.places}
     out: dict[Place, bool | None] = {}
-    alone: set[Place] = set()
-    seen: dict[TopicPartition, tuple[Bounds, float]] = {}  # last bounds, since when
+    alone: set[TopicPartition] = set()
     wait_ms = 1
-    while pending:
-        moved, alone, bounds = _ask(wire, pending, ours, alone, wait_ms, out)
-        for place in moved:
-            pending.pop(place, None)
+    while True:
+        asking = {tp: q for tp, q in queues.items() if q.head < len(q.places)}
+        if not asking:
+            break
+        moved, alone = _ask(wire, asking, alone, wait_ms, out)
         now = time.monotonic()
-        for tp, b in bounds.items():
-            if tp not in seen or seen[tp][0] != b:
-                seen[tp] = (b, now)
-        if stall_s is not None:
-            for place in [p for p in pending if now - seen.get(p.tp, (None, now))[1] >= stall_s]:
-                out[place] = None  # no marker while nothing moved: the caller reads markers
-                del pending[place]
+        for queue in asking.values():
+            if queue.bounds is not None and queue.bounds != queue.seen:
+                queue.seen, queue.since = queue.bounds, now
+            if (stall_s is not None and queue.head < len(queue.places)
+                    and now - (queue.since or now) >= stall_s):
+                out.update(dict.fromkeys(queue.rest()))  # nothing moved: the caller reads markers
+                queue.head = len(queue.places)
         left_ms = int((deadline - now) * 1000)
-        if not pending or left_ms <= 0:
+        if left_ms <= 0:
             break
         # Nothing settled: park one Fetch per leader until a marker lands (min_bytes=1).
         wait_ms = 1 if moved or alone else max(1, min(WAIT_MS, left_ms))
-    out.update(dict.fromkeys(pending))
+    for queue in queues.values():
+        out.update(dict.fromkeys(queue.rest()))
     return out
+
+
+@dataclass
+class _Queue:
+    """One partition's places, by first offset; those before ``head`` are settled."""
+
+    leader: int
+    places: list[Place] = field(default_factory=list)
+    ours: set[int] = field(default_factory=set)
+    head: int = 0
+    bounds: Bounds | None = None  # as last answered
+    seen: Bounds | None = None
+    since: float | None = None  # when the bounds last changed
+
+    def rest(self) -> list[Place]:
+        return self.places[self.head:]
 
 
 def _budget(count: int, sharing: int) -> int:
@@ -133,56 +151,57 @@ def _budget(count: int, sharing: int) -> int:
                max(PARTITION_BYTES, _SHARED_BYTES // max(sharing, 1)))
 
 
-def _ask(wire: KafkaWire, pending: Mapping[Place, int], ours: Mapping[TopicPartition, set[int]],
-         alone: set[Place], wait_ms: int, out: dict[Place, bool | None]
-         ) -> tuple[list[Place], set[Place], dict[TopicPartition, Bounds]]:
-    """One pass: each partition asked at its smallest pending first offset for
-    :func:`_budget` bytes, one request per leader; a place whose first batch did not fit
-    (Kafka then answers with no records) in a request of its own, where Kafka returns that
-    batch whole. Returns the places settled (in ``out``, or left out on an error), those to
-    ask alone, and each partition's bounds as answered."""
-    by_tp: dict[TopicPartition, list[Place]] = {}
-    for place in sorted(pending, key=lambda p: p.first):
-        by_tp.setdefault(place.tp, []).append(place)
-    shared: dict[int, dict[TopicPartition, Place]] = {}
-    own: list[tuple[int, dict[TopicPartition, Place]]] = []
-    for tp, ps in by_tp.items():
-        if ps[0] in alone:
-            own.append((pending[ps[0]], {tp: ps[0]}))
+def _ask(wire: KafkaWire, queues: Mapping[TopicPartition, _Queue], alone: set[TopicPartition],
+         wait_ms: int, out: dict[Place, bool | None]) -> tuple[bool, set[TopicPartition]]:
+    """One pass: each partition asked at its first pending offset for :func:`_budget`
+    bytes, one request per leader; a partition whose first batch did not fit (Kafka then
+    answers with no records) in a request of its own, where Kafka returns that batch whole.
+    Settles what the answers tell (in ``out``; a partition answering an error is left out,
+    for the caller to read its markers). Returns whether any place was settled, and the
+    partitions to ask alone next."""
+    shared: dict[int, dict[TopicPartition, _Queue]] = {}
+    own: list[tuple[int, dict[TopicPartition, _Queue]]] = []
+    for tp, queue in queues.items():
+        if tp in alone:
+            own.append((queue.leader, {tp: queue}))
         else:
-            shared.setdefault(pending[ps[0]], {})[tp] = ps[0]
-    sent: list[tuple[dict[TopicPartition, Place], SentFetch]] = []
-    asks = [(leader, asked, max(_budget(len(by_tp[tp]), len(asked)) for tp in asked))
+            shared.setdefault(queue.leader, {})[tp] = queue
+    sent: list[tuple[dict[TopicPartition, _Queue], SentFetch]] = []
+    asks = [(leader, asked, max(_budget(len(q.places) - q.head, len(asked))
+                                for q in asked.values()))
             for leader, asked in shared.items()]
     for leader, asked, max_bytes in asks + [(leader, asked, 1) for leader, asked in own]:
         sent.append((asked, send_fetch(
-            wire, leader, {tp: p.first for tp, p in asked.items()}, max_bytes=max_bytes,
-            max_wait_ms=wait_ms, isolation=READ_COMMITTED, total_bytes=_TOTAL_BYTES)))
-    settled: list[Place] = []
-    again: set[Place] = set()
-    bounds: dict[TopicPartition, Bounds] = {}
+            wire, leader, {tp: q.places[q.head].first for tp, q in asked.items()},
+            max_bytes=max_bytes, max_wait_ms=wait_ms, isolation=READ_COMMITTED,
+            total_bytes=_TOTAL_BYTES)))
+    moved = False
+    again: set[TopicPartition] = set()
     for asked, request in sent:
         chunks = receive_fetch(request)
-        for tp, place in asked.items():
+        for tp, queue in asked.items():
             chunk = chunks.get(tp)
+            first = queue.places[queue.head].first
             if chunk is None or chunk.error_code:
-                settled.extend(by_tp[tp])  # left out of ``out``: the caller reads the markers
+                queue.head, moved = len(queue.places), True  # left out: markers read instead
                 continue
-            bounds[tp] = chunk.bounds
+            queue.bounds = chunk.bounds
             lso = chunk.bounds.last_stable
-            if lso < place.first and lso not in ours[tp]:
-                settled.extend(by_tp[tp])  # held by another producer's open transaction
+            if lso < first and lso not in queue.ours:
+                queue.head, moved = len(queue.places), True  # another producer's open txn
                 continue
-            if lso <= place.first:
+            if lso <= first:
                 continue  # no marker yet: ask again
             if not chunk.records:
-                again.add(place)  # its first batch is larger than PARTITION_BYTES
+                again.add(tp)  # its first batch is larger than the budget
                 continue
-            covered = max([place.first] + [h.last_offset for h, _ in
-                                            iter_batches(chunk.records)])
-            for other in by_tp[tp]:
-                if other.first > covered or other.first >= lso:
-                    break
-                out[other] = (other.producer_id, other.first) not in chunk.aborted
-                settled.append(other)
-    return settled, again, bounds
+            covered = max([first] + [h.last_offset for h, _ in iter_batches(chunk.records)])
+            aborted = set(chunk.aborted)
+            i = queue.head
+            while i < len(queue.places) and queue.places[i].first <= min(covered, lso - 1):
+                place = queue.places[i]
+                out[place] = (place.producer_id, place.first) not in aborted
+                i += 1
+            moved = moved or i > queue.head
+            queue.head = i
+    return moved, again

@@ -45,7 +45,7 @@ from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
 
 from ..errors import EosKafkaError, KafkaProtocolError, for_code
 from ..kafka_codes import Code
-from .cluster import TopicPartition, fresh_leaders
+from .cluster import TopicPartition, fresh_leaders, require_topics
 from .connection import KafkaWire
 from .coordinated import with_coordinator
 from .retry import LOST_NODE
@@ -181,8 +181,7 @@ def open_producers(wire: KafkaWire, partitions: Iterable[TopicPartition],
         version = wire.version(DescribeProducersRequest)
     except KafkaProtocolError:
         return None
-    leaders = fresh_leaders(wire, sorted({t for t, _ in wanted}), deadline=5.0) \
-        if wanted else {}
+    leaders = require_topics(wire, sorted({t for t, _ in wanted})) if wanted else {}
     by_leader: dict[int, dict[str, list[int]]] = {}
     for topic, partition in wanted:
         leader = leaders[topic].leaders.get(partition, -1)
@@ -215,6 +214,16 @@ def open_producers(wire: KafkaWire, partitions: Iterable[TopicPartition],
                                  p.current_txn_start_offset, p.last_timestamp)
                     for p in part.active_producers if p.current_txn_start_offset >= 0]
     return out
+
+
+def describes_producers(wire: KafkaWire) -> bool:
+    """Whether the cluster serves DescribeProducers (Kafka 2.8+; not Tansu 0.6): without it
+    no transaction can be judged hanging."""
+    try:
+        wire.version(DescribeProducersRequest)
+    except KafkaProtocolError:
+        return False
+    return True
 
 
 def coordinator_view(wire: KafkaWire, transactional_id: str) -> object | None:
@@ -272,10 +281,10 @@ def find_hanging(wire: KafkaWire, partitions: Iterable[TopicPartition], *,
     transactional ids already known by producer id. None when the cluster cannot say (no
     DescribeProducers)."""
     found = Search()
-    limit = max_transaction_timeout_ms(wire) if max_timeout_ms is None else max_timeout_ms
     producers = open_producers(wire, partitions, found.unasked)
     if producers is None:
         return None
+    limit = max_transaction_timeout_ms(wire) if max_timeout_ms is None else max_timeout_ms
     now_ms = int(time.time() * 1000)
     candidates = [p for ps in producers.values() for p in ps
                   if now_ms - p.last_timestamp_ms > limit]

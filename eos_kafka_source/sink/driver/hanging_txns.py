@@ -35,6 +35,7 @@ from ...wire.hanging import (
     Verdict,
     abort_hanging,
     coordinator_view,
+    describes_producers,
     judge,
     max_transaction_timeout_ms,
     open_producers,
@@ -59,6 +60,8 @@ def end_hanging(wire: KafkaWire, handoff: TxnHandoff,
     later). Raises :class:`HangingTransactionError` when it hangs and eoskafka may not
     end it."""
     tid = handoff.transactional_id
+    if not describes_producers(wire):
+        return False  # Tansu: nothing can be judged, the wait goes on
     try:
         limit = max_transaction_timeout_ms(wire)
         # The coordinator first, then the leaders: a partition still open after its

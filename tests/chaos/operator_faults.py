@@ -16,6 +16,10 @@ What people do between runs, at random moments, while the pipeline runs:
 - ``ids_expire``: kill the driver after its EndTxns, before the decision is marked done,
   and keep it down past ``transactional.id.expiration.ms`` (short on this cluster).
 - ``start_during_outage``: kill a broker, then kill and restart the driver while it is down.
+- ``slow_marker``: a commit whose marker is slow: the leader of an output partition paused
+  (SIGSTOP) while the driver is held just before its EndTxn, for a few seconds after it
+  goes on; the driver confirms the commit while the coordinator still holds that partition
+  and must wait for its marker (find-hanging's judgement), never abort it itself.
 
 Each action's outcome is counted by kind in the verdict (:func:`operator_rows`).
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -37,7 +42,7 @@ from .pipeline import ROOT
 
 OPERATOR_KINDS = ("reset_checkpoint", "restart_changed_options", "fence_crashed",
                   "batch_rerun", "ids_expire", "start_during_outage", "kafka_abort_decided",
-                  "rewind_checkpoint", "store_fails", "prefix_change")
+                  "rewind_checkpoint", "store_fails", "prefix_change", "slow_marker")
 #: The cluster's transactional.id.expiration.ms when ids_expire runs (Kafka's is 7 days).
 ID_EXPIRATION_MS = 10_000
 BATCH_TOPIC, BATCH_ROWS = "chaos-batch", 200
@@ -325,12 +330,48 @@ class OperatorChaos(KafkaChaos):
                      f"transactionalIdPrefix={self.cfg['prefix']}", point, landed)
 
 
+    def slow_marker(self) -> None:
+        """The leader of an output partition paused (SIGSTOP) as the driver sends EndTxn,
+        resumed a few seconds later (the controller moves its leadership meanwhile): the
+        coordinator's marker there is late while it still lists the partition. The driver
+        must wait for it; an ABORT of its own in the driver's log is a failed outcome."""
+        partition = self.rng.randrange(self.cfg["output_partitions"])
+        node = self._leader(self.cfg["output"], partition)
+        paused_s = round(self.rng.uniform(3, 8), 2)
+        before = self._own_aborts()
+        base, _ = self._arm("commit.before_endtxn", "block")
+        landed = self._wait_blocked(base) is not None
+        proc = self.kafka.node(node).proc
+        assert proc is not None, f"node {node} is not running"
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            self._disarm(base)
+            time.sleep(paused_s)  # how long the leader stays paused: the fault itself
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        self.wait_replicated()
+        aborted = self._own_aborts() - before
+        outcome = ("ABORTED BY EOSKAFKA" if aborted else "waited for the marker") + (
+            "" if landed else " (the hold did not land: paused at a random moment)")
+        self._note("slow_marker", outcome)
+        self.log.add("slow_marker", f"node {node}, leader of {self.cfg['output']}-{partition}, "
+                     f"paused {paused_s}s as the driver sent EndTxn: {outcome}",
+                     "commit.before_endtxn", landed)
+
+    def _own_aborts(self) -> int:
+        """ABORT markers the driver wrote itself to a hanging partition, as its log says."""
+        log = self.work / "driver.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        return text.count("ended it with an ABORT marker")
+
+
 def operator_rows(verdict: Any, chaos: OperatorChaos, bootstrap: str) -> None:
     """The operator actions by kind and outcome, and the batch writes' topic judged."""
     for (kind, outcome), n in sorted(chaos.outcomes.items()):
         verdict.row(f"  operator {kind}: {outcome}", n,
                     problem=any(bad in outcome for bad in (
-                        "FAILED", "NO PROGRESS", "SUCCEEDED?", "NOT REFUSED", "NO ANSWER")))
+                        "FAILED", "NO PROGRESS", "SUCCEEDED?", "NOT REFUSED", "NO ANSWER",
+                        "ABORTED BY EOSKAFKA")))
     if chaos._batch_runs:
         from tests.oracle import committed_view
 

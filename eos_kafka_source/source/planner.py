@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -65,7 +64,7 @@ from ..wire import (
     matching_topics,
     require_topics,
 )
-from ..wire.retry import LEADER_MOVED
+from ..wire.retry import LEADER_MOVED, Deadline
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +87,7 @@ def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:
 
     @functools.wraps(method)
     def wrapper(self: SourcePlanner, *args: Any, **kwargs: Any) -> _T:
-        deadline = time.monotonic() + self.options.client.api_timeout_s
-        pause = 0.2
+        deadline = Deadline(self.options.client.api_timeout_s)
         answered = self._reached  # some broker of the cluster has answered us
         while True:
             try:
@@ -104,21 +102,17 @@ def _reconnecting(method: Callable[..., _T]) -> Callable[..., _T]:
                 # fails at once: a query must start while one broker of three is down.
                 answered = answered or isinstance(exc, ConnectionDroppedError)
                 if (isinstance(exc, AuthenticationError) or not answered
-                        or time.monotonic() + pause > deadline):
+                        or not deadline.pause()):
                     raise
-                log.warning("eoskafka source: %s; reconnecting in %.1f s", exc, pause)
-                time.sleep(pause)
-                pause = min(pause * 2, 5.0)
+                log.warning("eoskafka source: %s; reconnecting", exc)
             except KafkaProtocolError as exc:
                 # A leader that moved, or a partition just created whose leader the broker
                 # we asked does not know yet (Kafka: NOT_LEADER_OR_FOLLOWER right after
                 # CreatePartitions): ask for metadata again, as Kafka's consumer does.
-                if exc.code not in LEADER_MOVED or time.monotonic() + pause > deadline:
+                if exc.code not in LEADER_MOVED or not deadline.pause():
                     raise
                 self.close()
-                log.info("eoskafka source: %s; asking for leaders again in %.1f s", exc, pause)
-                time.sleep(pause)
-                pause = min(pause * 2, 5.0)
+                log.info("eoskafka source: %s; asking for leaders again", exc)
 
     return wrapper
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -110,7 +109,6 @@ def find_coordinators(wire: KafkaWire, keys: Sequence[str], key_type: int = 1, *
     deadline = Deadline.of(deadline, wire)
     pending = sorted(set(keys))
     out: dict[str, int] = {}
-    attempt = 0
     while pending:
         try:
             found = _find_once(wire, pending, key_type)
@@ -130,8 +128,7 @@ def find_coordinators(wire: KafkaWire, keys: Sequence[str], key_type: int = 1, *
             if deadline.expired:
                 raise TimeoutError_(f"no coordinator for {', '.join(map(repr, pending))} "
                                     f"within {deadline.seconds:.0f}s")
-            deadline.backoff(attempt)
-            attempt += 1
+            deadline.pause()
     if any(wire.client.cluster.broker_metadata(node) is None for node in out.values()):
         fetch_metadata(wire, [])  # a coordinator we have no address for yet
     return out
@@ -156,7 +153,6 @@ def fresh_leaders(wire: KafkaWire, topics: list[str], *,
     when one dropped the connection) until ``deadline``: what a producer does after
     NOT_LEADER_OR_FOLLOWER or a lost leader."""
     deadline = Deadline.of(deadline, wire)
-    attempt = 0
     while True:
         try:
             found = require_topics(wire, topics)
@@ -170,8 +166,7 @@ def fresh_leaders(wire: KafkaWire, topics: list[str], *,
             problem = exc
         if deadline.expired:
             raise problem
-        deadline.backoff(attempt)
-        attempt += 1
+        deadline.pause()
 
 
 def topic_configs(wire: KafkaWire, topic: str, keys: Sequence[str]) -> dict[str, str]:
@@ -241,10 +236,11 @@ def create_partitions(wire: KafkaWire, name: str, total: int) -> None:
 
 
 def _wait_partitions(wire: KafkaWire, name: str, partitions: int, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    deadline = Deadline(timeout_s)
+    while True:
         info = fetch_metadata(wire, [name]).get(name)
         if info and len(info.leaders) >= partitions and min(info.leaders.values()) >= 0:
             return
-        time.sleep(0.02)
+        if not deadline.pause():
+            break
     raise TimeoutError_(f"topic {name} did not show {partitions} partitions in {timeout_s}s")

@@ -45,7 +45,6 @@ def with_coordinators(
     where = {k: v for k, v in (nodes or {}).items() if k in keys}
     out: dict[str, T | BaseException] = {}
     pending = list(dict.fromkeys(keys))
-    attempt = 0
     while pending:
         missing = [k for k in pending if k not in where]
         if missing:
@@ -57,8 +56,7 @@ def with_coordinators(
                     out.update({k: exc for k in missing})
                     pending = [k for k in pending if k not in missing]
                     continue
-                deadline.backoff(attempt)
-                attempt += 1
+                deadline.pause()
                 continue
         try:
             answers = list(send([(k, where[k]) for k in pending]))
@@ -74,8 +72,7 @@ def with_coordinators(
             else:
                 out[key] = answer
         if retry:
-            deadline.backoff(attempt)
-            attempt += 1
+            deadline.pause()
         pending = retry
     return out, where
 

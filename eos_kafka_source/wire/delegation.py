@@ -37,6 +37,7 @@ from ..errors import AuthenticationError, EosKafkaError, for_code
 from ..kafka_codes import Code
 from . import schemas
 from .connection import KafkaWire
+from .retry import Deadline
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ def _await_usable(task_options: Mapping[str, str], timeout_s: float) -> None:
     """Sign in as the token until the broker accepts it (within ``timeout_s``)."""
     from .cluster import fetch_metadata
 
-    deadline, pause = time.monotonic() + timeout_s, 0.05
+    deadline = Deadline(timeout_s)  # the broker's token cache catches up in milliseconds
     for attempt in itertools.count(1):
         try:
             with KafkaWire(ClientConfig.from_options(task_options)) as wire:
@@ -161,11 +162,9 @@ def _await_usable(task_options: Mapping[str, str], timeout_s: float) -> None:
             log.debug("delegation token usable at sign-in attempt %d", attempt)
             return
         except AuthenticationError as exc:
-            if "does not accept SASL" in str(exc) or time.monotonic() + pause > deadline:
+            if "does not accept SASL" in str(exc) or not deadline.pause():
                 raise DelegationTokenError(
                     f"the new delegation token cannot sign in: {exc}") from None
-            time.sleep(pause)  # the broker's token cache catches up in milliseconds
-            pause = min(pause * 2, 1.0)
 
 
 def renew_token(options: Mapping[str, str], token: DelegationToken,

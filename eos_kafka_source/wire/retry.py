@@ -30,6 +30,7 @@ class Deadline:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.at = time.monotonic() + seconds
+        self._retries = 0
 
     @classmethod
     def of(cls, deadline: Deadline | float | None, wire: KafkaWire | None = None) -> Deadline:
@@ -51,6 +52,22 @@ class Deadline:
     def backoff(self, attempt: int) -> None:
         """Sleep before retry ``attempt`` (0, 1, …): 50 ms doubling to 1 s, never past the end."""
         time.sleep(min(backoff_s(attempt), self.left()))
+
+    def pause(self) -> bool:
+        """Before the operation's next retry: sleep on the schedule of :meth:`backoff`, counting
+        this deadline's retries, and return True; False, without sleeping, once the deadline
+        has passed (give up). The one retry loop of eoskafka's Kafka requests::
+
+            deadline = Deadline(30.0)
+            while not done():
+                if not deadline.pause():
+                    raise TimeoutError_("...")
+        """
+        if self.expired:
+            return False
+        self.backoff(self._retries)
+        self._retries += 1
+        return True
 
 
 def backoff_s(attempt: int) -> float:

@@ -7,7 +7,6 @@ same epoch and outcome succeeds. Every hand-off records ``TXN_PROTOCOL``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -35,7 +34,6 @@ from .retry import LOST_NODE, TRANSACTION, Deadline, retriable
 from .spread import LaneError, lane_errors, request_spread
 
 TXN_PROTOCOL = 1
-RETRY_CODES_BACKOFF_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -113,7 +111,6 @@ def init_idempotent(wire: KafkaWire, *, topic: str | None = None,
     request = InitProducerIdRequest[version](
         transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
     )
-    attempt = 0
     while True:
         try:
             resp = wire.request_any(request, "InitProducerId (idempotent)")
@@ -128,10 +125,8 @@ def init_idempotent(wire: KafkaWire, *, topic: str | None = None,
                 else kind("InitProducerId (idempotent)"))
         except LOST_NODE as exc:
             error = exc
-        if not retriable(error) or deadline.expired:
+        if not retriable(error) or not deadline.pause():
             raise error
-        deadline.backoff(attempt)
-        attempt += 1
 
 
 def add_partitions_to_txn(
@@ -281,7 +276,7 @@ def end_txns(
     version = wire.version(EndTxnRequest)
     outcomes: dict[str, EndTxnOutcome] = {}
     pending = list(txns)
-    deadline = time.monotonic() + deadline_s
+    deadline = Deadline(deadline_s)
     verb = "commit" if commit else "abort"
     while pending:
         calls = [
@@ -307,7 +302,7 @@ def end_txns(
             for item in items:
                 outcomes.update({o.transactional_id: o for o in end_txns(
                     wire, coordinator_of, [item], commit,
-                    deadline_s=max(deadline - time.monotonic(), 0.0))})
+                    deadline_s=deadline.left())})
         retry = []
         for (tid, who), resp in zip(pending, responses, strict=True):
             if tid in outcomes:
@@ -315,14 +310,14 @@ def end_txns(
             action = classify(resp.error_code)
             if action is Action.DONE:
                 outcomes[tid] = EndTxnOutcome(tid, True, node=coordinator_of[tid])
-            elif action is Action.RETRY and time.monotonic() < deadline:
+            elif action is Action.RETRY and not deadline.expired:
                 retry.append((tid, who))
             else:
                 outcomes[tid] = EndTxnOutcome(tid, False, for_code(resp.error_code)(
                     f"EndTxn {verb} {tid} (producer {who.producer_id} epoch {who.epoch})"),
                     coordinator_of[tid])
         if retry:
-            time.sleep(RETRY_CODES_BACKOFF_S)
+            deadline.pause()
         pending = retry
     return [outcomes[tid] for tid, _ in txns]
 

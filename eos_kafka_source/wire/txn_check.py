@@ -14,7 +14,6 @@ Runs on: the driver (commit worker).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 
 from kafka.protocol.admin.transactions import DescribeTransactionsRequest
@@ -27,7 +26,6 @@ from .connection import KafkaWire
 from .retry import Deadline
 from .spread import lane_errors, request_spread
 from .txn import (
-    RETRY_CODES_BACKOFF_S,
     ProducerIdentity,
     add_partitions_error,
     add_partitions_request,
@@ -102,7 +100,7 @@ def _describe_check(wire: KafkaWire, version: int, coordinator_of: Mapping[str, 
                 results[tid] = for_code(Code.COORDINATOR_NOT_AVAILABLE)(
                     f"DescribeTransactions gave no answer for {tid}")
         if retry:
-            time.sleep(RETRY_CODES_BACKOFF_S)
+            deadline.pause()
         pending = list(retry)
     return [results[tid] for tid, _, _ in txns]
 
@@ -156,6 +154,6 @@ def _add_partitions_check(wire: KafkaWire, coordinator_of: Mapping[str, int],
                 f"AddPartitionsToTxn check of {tid} (producer {who.producer_id} epoch "
                 f"{who.epoch})") if code else None
         if retry:
-            time.sleep(RETRY_CODES_BACKOFF_S)
+            deadline.pause()
         pending = retry
     return [results[tid] for tid, _, _ in txns]

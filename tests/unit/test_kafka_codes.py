@@ -1,15 +1,20 @@
 """The one vocabulary for Kafka's error codes: what each answer asks of the client, as Kafka's
-``TransactionManager.EndTxnHandler.handleResponse`` sorts them, and the exception classes
-and retry helpers built from it."""
+``TransactionManager.EndTxnHandler.handleResponse`` sorts them, the exception classes and
+retry helpers built from it, and the one retry schedule (``Deadline.pause``)."""
 
 from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
 
 import pytest
 
 from eos_kafka_source import errors
 from eos_kafka_source.errors import ConnectionDroppedError, TimeoutError_, for_code
 from eos_kafka_source.kafka_codes import FENCED, RETRIABLE, Action, Code, classify, name_of
-from eos_kafka_source.wire.retry import action, retriable, should_refind
+from eos_kafka_source.wire import retry as retry_module
+from eos_kafka_source.wire.retry import Deadline, action, retriable, should_refind
 from eos_kafka_source.wire.txn import EndTxnOutcome
 
 C = Code
@@ -76,3 +81,40 @@ def test_fenced_codes_mark_an_outcome_fenced() -> None:
         if code is not Code.NONE:
             assert EndTxnOutcome("t", False, for_code(code)("x")).fenced is (code in FENCED)
     assert not EndTxnOutcome("t", False, ConnectionDroppedError("x")).fenced
+
+
+PACKAGE = Path(__file__).resolve().parents[2] / "eos_kafka_source"
+#: Modules that sleep for something other than retrying a Kafka request: the schedule itself,
+#: test fault points, waiting for a process to stop or a development registry to start, the
+#: decision store's lock, the schema registry's HTTP retries.
+_SLEEPERS = {"wire/retry.py", "faults.py", "processes.py", "apicurio.py",
+             "sink/decisions/files.py", "formats/registry_http.py"}
+
+
+#: Modules whose codes are HTTP statuses (a token endpoint, the schema registry), not Kafka's.
+_HTTP = {"wire/oauth.py", "formats/registry_http.py", "formats/registry.py"}
+
+
+def test_no_bare_kafka_error_code_in_the_package() -> None:
+    bare = re.compile(r"(\bcode\b|error_code)\s*(==|!=|in|not in)\s*[({]?\s*-?\d|for_code\(-?\d")
+    found = [f"{path.relative_to(PACKAGE)}: {line.strip()}"
+             for path in PACKAGE.rglob("*.py") if str(path.relative_to(PACKAGE)) not in _HTTP
+             for line in path.read_text().splitlines() if bare.search(line)]
+    assert found == [], "name the code (kafka_codes.Code): " + "; ".join(found)
+
+
+def test_every_retry_sleeps_through_the_one_schedule() -> None:
+    """client/table.py tells users retries back off 50 ms doubling to 1 s: Deadline.pause."""
+    found = [str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+             if "time.sleep(" in path.read_text()]
+    assert set(found) == _SLEEPERS
+
+
+def test_pause_follows_the_schedule_and_stops_at_the_deadline(monkeypatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(retry_module.time, "sleep", slept.append)
+    deadline = Deadline(30.0)
+    assert all(deadline.pause() for _ in range(7))
+    assert [round(s, 3) for s in slept] == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    deadline.at = time.monotonic() - 1
+    assert not deadline.pause() and len(slept) == 7

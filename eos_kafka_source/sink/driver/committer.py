@@ -48,6 +48,7 @@ from ...errors import (
 from ...faults import fault_point
 from ...kafka_codes import Action, classify
 from ...wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, verify_txns
+from ...wire.retry import Deadline
 from ...wire.txn import EndTxnOutcome, coordinator_answers
 from ..handoff import TxnHandoff
 from ..recall import TXN_COORDINATORS, reachable
@@ -61,7 +62,6 @@ _ROUND_ERRORS = (BrokerUnreachableError, ConnectionDroppedError, TimeoutError_,
 #: Times a reachable coordinator may close the connection on one EndTxn before it counts
 #: as a rejection (Tansu drops the connection for a stale epoch instead of answering).
 _REJECTING_DROPS = 2
-_BACKOFF_S = (0.05, 1.0)
 
 
 @dataclass
@@ -100,18 +100,17 @@ def finish(wire: KafkaWire, handoffs: list[TxnHandoff], *, commit: bool,
     moved since answers NOT_COORDINATOR, an unknown outcome, and is looked up again.
     """
     started = time.perf_counter()
-    deadline = time.monotonic() + deadline_s
-    report = _finish(wire, [h for h in handoffs if h.open], commit, deadline, coordinators)
+    report = _finish(wire, [h for h in handoffs if h.open], commit, Deadline(deadline_s),
+                     coordinators)
     report.seconds = time.perf_counter() - started
     return report
 
 
 def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool,
-            deadline: float, known: Mapping[str, int] | None = None) -> FinishReport:
+            deadline: Deadline, known: Mapping[str, int] | None = None) -> FinishReport:
     report = FinishReport()
     unknown: dict[str, str] = {}  # tid -> why its last attempt's outcome is unknown
     drops: dict[str, int] = {}  # tid -> connections a reachable coordinator closed on it
-    backoff = _BACKOFF_S[0]
     while pending:
         try:
             tids = [h.transactional_id for h in pending]
@@ -131,7 +130,7 @@ def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool,
             txns = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch))
                     for h in pending]
             outcomes = end_txns(wire, coordinators, txns, commit,
-                                deadline_s=max(min(10.0, deadline - time.monotonic()), 0.0))
+                                deadline_s=min(10.0, deadline.left()))
             retry = []
             for handoff, outcome in zip(pending, outcomes, strict=True):
                 verdict = _sort(wire, outcome, drops)
@@ -155,15 +154,14 @@ def _finish(wire: KafkaWire, pending: list[TxnHandoff], commit: bool,
             pending = retry
         if not pending:
             break
-        if time.monotonic() >= deadline:
+        if deadline.expired:
             report.unknown += [(h, unknown[h.transactional_id]) for h in pending]
             log.warning("eoskafka: gave up on %d EndTxn(s) whose outcome is unknown",
                         len(pending))
             break
         log.info("eoskafka: %d EndTxn outcome(s) unknown, looking up coordinators again: %s",
                  len(pending), "; ".join(sorted(set(unknown.values())))[:500])
-        time.sleep(min(backoff, max(deadline - time.monotonic(), 0.0)))
-        backoff = min(backoff * 2, _BACKOFF_S[1])
+        deadline.pause()
     return report
 
 
@@ -186,11 +184,11 @@ def _sort(wire: KafkaWire, outcome: EndTxnOutcome, drops: dict[str, int]) -> Act
 
 
 def _from_log(wire: KafkaWire, handoff: TxnHandoff, outcome: EndTxnOutcome,
-              deadline: float, report: FinishReport) -> tuple[Action, str]:
+              deadline: Deadline, report: FinishReport) -> tuple[Action, str]:
     """A refused commit's verdict, read from the transaction's partitions: DONE, REFUSED,
     or REFIND while no marker says (ask again)."""
     found = read_transaction(wire, handoff,
-                             deadline_s=max(min(10.0, deadline - time.monotonic()), 0.5))
+                             deadline_s=max(min(10.0, deadline.left()), 0.5))
     said = f"{outcome.error}; the log: {found.why}"
     if found.outcome is LogOutcome.COMMITTED:
         log.warning("eoskafka: %s was refused but had committed (%s)",
@@ -264,8 +262,7 @@ def liveness(wire: KafkaWire, handoffs: list[TxnHandoff], *,
     pending = [h for h in handoffs if h.open]
     dead: list[tuple[TxnHandoff, str]] = []
     found: dict[str, int] = {}
-    deadline = time.monotonic() + deadline_s
-    backoff = _BACKOFF_S[0]
+    deadline = Deadline(deadline_s)
     lookup_s = check_s = 0.0
     kept = _kept_coordinators(wire, [h.transactional_id for h in pending])
     while pending:
@@ -281,7 +278,7 @@ def liveness(wire: KafkaWire, handoffs: list[TxnHandoff], *,
             check_s += time.perf_counter() - looked_up
         except _ROUND_ERRORS as exc:
             if (isinstance(exc, KafkaProtocolError) and not exc.retriable) or (
-                    time.monotonic() >= deadline):
+                    deadline.expired):
                 raise
             wire.close()
             errors = [None] * len(pending)
@@ -295,14 +292,11 @@ def liveness(wire: KafkaWire, handoffs: list[TxnHandoff], *,
                     dead.append((h, str(e)))
                 else:
                     found[h.transactional_id] = coordinators[h.transactional_id]
-        if moved and time.monotonic() >= deadline:
+        if moved and not deadline.pause():
             raise TimeoutError_(
                 f"could not check {len(moved)} transaction(s) before deciding: their "
                 "coordinator kept moving or was unreachable; nothing was committed")
         pending = moved
-        if pending:
-            time.sleep(backoff)
-            backoff = min(backoff * 2, _BACKOFF_S[1])
     for tid, node in found.items():
         TXN_COORDINATORS.put(wire.config, tid, node)
     return Liveness(dead, found, lookup_s, check_s)

@@ -46,7 +46,6 @@ from .hanging_txns import end_hanging
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-_MARKER_WAIT_S = (0.05, 1.0)  # markers land a moment after EndTxn answers (Kafka)
 #: A marker still missing this long (s) is asked about (hanging.py), then again every so often.
 _HANGING_CHECK_S = (2.0, 10.0)
 
@@ -133,8 +132,8 @@ def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = Fa
     if missing:
         return TxnInLog(LogOutcome.UNKNOWN, "the hand-off does not say where its records are "
                         f"in {missing} (written by a development build before 0.1.0?)")
-    deadline = time.monotonic() + deadline_s
-    pause = _MARKER_WAIT_S[0]
+    waiting = Deadline(deadline_s)  # markers land a moment after EndTxn answers (Kafka)
+    deadline = waiting.at
     check_at = time.monotonic() + _HANGING_CHECK_S[0]
     while True:
         try:
@@ -155,8 +154,7 @@ def read_transaction(wire: KafkaWire, handoff: TxnHandoff, *, records: bool = Fa
             if end_hanging(wire, handoff, [(p.topic, p.partition, p.first)
                                            for p in found.pending]):
                 continue  # an ABORT marker now: read again at once
-        time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
-        pause = min(pause * 2, _MARKER_WAIT_S[1])
+        waiting.pause()
 
 
 def read_log(wire: KafkaWire, handoff: TxnHandoff, *, deadline_s: float,
@@ -177,18 +175,15 @@ def read_again(wire: KafkaWire, what: str, read: Callable[[float], T], *,
     first unreadable read would fail the query for it."""
     deadline = Deadline(deadline_s)
     retry = Deadline(min(deadline_s, wire.config.api_timeout_s))
-    attempt = 0
     while True:
         try:
             return read(deadline.left())
         except TransactionOutcomeUnknownError as exc:
-            if retry.left() <= 0:
+            if not retry.pause():
                 raise
             log.info("eoskafka: %s: the log could not be read (%s); reading it again",
                      what, exc)
             wire.close()  # the next read looks the leaders up again
-            retry.backoff(attempt)
-            attempt += 1
 
 
 def _scan(wire: KafkaWire, handoff: TxnHandoff, firsts: dict[tuple[str, int], int],

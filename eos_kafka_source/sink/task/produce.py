@@ -196,12 +196,10 @@ class ProducePipeline:
         for node in list(self._in_flight):  # settle everything sent: its answers count
             self._drain(node, 0)
         deadline = Deadline(self.delivery_timeout_s)
-        attempt = 0
         while self._retry:
             if deadline.expired:
                 raise self._gave_up(deadline)
-            deadline.backoff(attempt)
-            attempt += 1
+            deadline.pause()
             try:
                 self.refresh(deadline)
             except (KafkaProtocolError, *LOST_NODE) as exc:

@@ -171,7 +171,8 @@ def prepare(sink: EosSink, topic: str, tasks: int, partitions: int) -> list[TxnH
 
 
 def forget_lookups() -> None:
-    """What this process's driver and tasks kept (sink/recall.py; absent before 2026-11-26)."""
+    """What this process's driver and tasks kept (sink/recall.py and wire/known.py; absent
+    before 2026-11-26)."""
     try:
         from eos_kafka_source.sink import recall
     except ImportError:

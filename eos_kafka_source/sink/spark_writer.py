@@ -35,13 +35,13 @@ from ..options import SinkOptions
 from ..timings import Phases
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator, require_topics
 from ..wire.kept import kept_wire
+from ..wire.retry import GROUP
 from .decisions.log import DecisionLog
 from .driver.claims import aborted_group, batch_aborted_at, write_aborted
 from .driver.protocol import DriverProtocol
 from .handoff import TxnHandoff, handoffs_of
 from .lineage import query_id_at, task_lineage
 from .naming import TransactionalIdFactory, default_prefix, fingerprint
-from .recall import GROUP_COORDINATORS, reachable
 from .spark_checkpoint import (
     CONF_KEY,
     conf_checkpoint,
@@ -253,13 +253,13 @@ class _Writer:
         Checked after InitProducerId: the driver marks the abort before it fences, so a task
         whose id was initialised after that fence finds the mark (claims.py). Every task
         checks: one OffsetFetch on the worker's kept connection to the group's coordinator,
-        which the worker's first task looked up (sink/recall.py).
+        which the worker's first task looked up (wire/known.py).
         """
         if self.batch_write_topic is not None:
             group = aborted_group(self.prefix, self.lineage or "")
-            aborted, where = write_aborted(wire, self.prefix, self.batch_write_topic,
-                                           self.lineage or "", node=_kept_group_node(wire, group))
-            GROUP_COORDINATORS.put(wire.config, group, where)
+            aborted, _ = write_aborted(wire, self.prefix, self.batch_write_topic,
+                                       self.lineage or "",
+                                       node=wire.known_coordinator(group, GROUP))
             if aborted:
                 raise TransactionLostError(
                     f"the batch write {self.lineage} (transactional-id prefix "
@@ -271,9 +271,8 @@ class _Writer:
                 and batch is not None and lineage):
             return
         group = aborted_group(self.prefix, lineage)
-        aborted, where = batch_aborted_at(wire, self.prefix, self.sink.topic, lineage, batch,
-                                          node=_kept_group_node(wire, group))
-        GROUP_COORDINATORS.put(wire.config, group, where)
+        aborted, _ = batch_aborted_at(wire, self.prefix, self.sink.topic, lineage, batch,
+                                      node=wire.known_coordinator(group, GROUP))
         if aborted:
             raise TransactionLostError(
                 f"batch {batch} of query {lineage} (transactional-id prefix {self.prefix!r}) "
@@ -313,12 +312,6 @@ def _task_context() -> dict[str, Any]:
     }
 
 
-def _kept_group_node(wire: KafkaWire, group: str) -> int | None:
-    """The coordinator of ``group`` an earlier task of this worker found, if still kept."""
-    node = GROUP_COORDINATORS.get(wire.config, group)
-    return node if node is not None and reachable(wire, node) else None
-
-
 def _option(options: dict[str, str], name: str) -> str | None:
     wanted = name.lower()
     return next((v for k, v in options.items() if k.lower() == wanted and v), None)
@@ -338,7 +331,7 @@ def _abort_own(wire: KafkaWire, writer: TaskWriter) -> None:
         log.debug("eoskafka: in-flight batches of the failed task", exc_info=True)
     try:
         # Looked up afresh where possible: the task may have started from a kept coordinator
-        # that moved (sink/recall.py), and this EndTxn is not retried.
+        # that moved (wire/known.py), and this EndTxn is not retried.
         try:
             node = find_coordinator(wire, writer.transactional_id, deadline=_DRAIN_S)
         except Exception:  # noqa: BLE001 - the one the task last used, then

@@ -60,6 +60,7 @@ def fetch_metadata(wire: KafkaWire, topics: list[str] | None) -> dict[str, Topic
         out[topic.name] = TopicInfo(
             topic.name, {p.partition_index: p.leader_id for p in topic.partitions}
         )
+        wire.learn_topic(topic.name, out[topic.name])
     return out
 
 
@@ -119,6 +120,7 @@ def find_coordinators(wire: KafkaWire, keys: Sequence[str], key_type: int = 1, *
         for key, (code, node) in found.items():
             if not code:
                 out[key] = node
+                wire.learn_coordinator(key, node, key_type)
                 continue
             err = for_code(code)
             if not err.retriable or deadline.expired:

@@ -32,6 +32,7 @@ from ..errors import (
     for_code,
 )
 from ..kafka_codes import Code
+from . import known
 from ._kafka_python_fixes import install as _install_kafka_python_fixes
 from .bootstrap import bootstrap, bootstrap_nodes, try_connect
 from .oauth import token_provider
@@ -207,6 +208,36 @@ class KafkaWire:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- what the cluster's wires learned (known.py) ----------------------------------------
+
+    def known_coordinator(self, key: str, key_type: int = 1) -> int | None:
+        """The coordinator a wire of this configuration found for ``key`` lately (key type 1
+        a transactional id, 0 a group), if this wire knows where that broker is (a fresh
+        wire's metadata may not list it yet); None: look it up."""
+        node = known.COORDINATORS.get(self.config, (key_type, key))
+        if node is None or self.client.cluster.broker_metadata(node) is None:
+            return None
+        return node
+
+    def learn_coordinator(self, key: str, node: int, key_type: int = 1) -> None:
+        known.COORDINATORS.put(self.config, (key_type, key), node)
+
+    def forget_coordinator(self, key: str, key_type: int = 1) -> None:
+        """``key``'s coordinator moved (NOT_COORDINATOR, a dropped connection)."""
+        known.COORDINATORS.forget(self.config, (key_type, key))
+
+    def known_topic(self, topic: str) -> Any:
+        """The ``cluster.TopicInfo`` (partitions, leaders) a wire of this configuration got
+        lately for ``topic``, or None."""
+        return known.TOPICS.get(self.config, topic)
+
+    def learn_topic(self, topic: str, info: Any) -> None:
+        known.TOPICS.put(self.config, topic, info)
+
+    def forget_topic(self, topic: str) -> None:
+        """A leader of ``topic`` moved (NOT_LEADER_OR_FOLLOWER and the like)."""
+        known.TOPICS.forget(self.config, topic)
 
     # -- requests --------------------------------------------------------------------------
 

@@ -65,6 +65,10 @@ def with_coordinators(
             _forget_connections(wire, {where[k] for k in pending})
         retry = []
         for key, answer in zip(pending, answers, strict=True):
+            if isinstance(answer, BaseException) and should_refind(answer):
+                wire.forget_coordinator(key, key_type)
+            elif not isinstance(answer, BaseException):
+                wire.learn_coordinator(key, where[key], key_type)
             if isinstance(answer, BaseException) and retriable(answer) and not deadline.expired:
                 retry.append(key)
                 if should_refind(answer):

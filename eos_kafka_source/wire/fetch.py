@@ -16,7 +16,7 @@ from typing import Any
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 
 from ..errors import CorruptRecordError, DataLossError, TimeoutError_, for_code
-from ..kafka_codes import Code
+from ..kafka_codes import LEADER_MOVED, Code
 from ..records import BatchHeader, iter_batches
 from .cluster import TopicPartition
 from .connection import KafkaWire
@@ -142,6 +142,8 @@ def receive_fetch(pending: SentFetch) -> dict[TopicPartition, Chunk]:
     for topic in response.responses:
         for part in topic.partitions:
             aborted = [(a.producer_id, a.first_offset) for a in (part.aborted_transactions or [])]
+            if part.error_code in LEADER_MOVED:
+                pending.wire.forget_topic(topic.topic)  # its leaders are asked for again
             out[(topic.topic, part.partition_index)] = Chunk(
                 part.error_code,
                 Bounds(part.log_start_offset, part.high_watermark, part.last_stable_offset),

@@ -319,6 +319,11 @@ def end_txns(
         if retry:
             deadline.pause()
         pending = retry
+    for outcome in outcomes.values():
+        if outcome.action is Action.REFIND:
+            wire.forget_coordinator(outcome.transactional_id)
+        elif outcome.ok:
+            wire.learn_coordinator(outcome.transactional_id, outcome.node)
     return [outcomes[tid] for tid, _ in txns]
 
 

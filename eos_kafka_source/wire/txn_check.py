@@ -56,8 +56,15 @@ def verify_txns(
     deadline = Deadline.of(deadline_s, wire)
     version = _describe_version(wire)
     if version is None:
-        return _add_partitions_check(wire, coordinator_of, txns, deadline)
-    return _describe_check(wire, version, coordinator_of, txns, deadline)
+        found = _add_partitions_check(wire, coordinator_of, txns, deadline)
+    else:
+        found = _describe_check(wire, version, coordinator_of, txns, deadline)
+    for (tid, _, _), error in zip(txns, found, strict=True):
+        if error is not None and classify(error.code) is Action.REFIND:
+            wire.forget_coordinator(tid)
+        elif error is None:
+            wire.learn_coordinator(tid, coordinator_of[tid])
+    return found
 
 
 def _describe_version(wire: KafkaWire) -> int | None:

@@ -1,5 +1,5 @@
 """What a sink's Python worker keeps between tasks and batches is a hint, never the truth
-(sink/recall.py; 3-node Apache Kafka, so a kept coordinator can be the wrong broker).
+(wire/known.py; 3-node Apache Kafka, so a kept coordinator can be the wrong broker).
 
 A worker keeps the coordinators it found (its tasks' transactional ids, the query's
 abort-mark group, the prefix claim's group; the commit worker's liveness check), so a warm
@@ -27,7 +27,7 @@ from eos_kafka_source.sink import recall
 from eos_kafka_source.sink.driver.claims import aborted_group, claim_group
 from eos_kafka_source.sink.naming import TransactionalIdFactory
 from eos_kafka_source.sink.spark_writer import EosKafkaStreamWriter
-from eos_kafka_source.wire import KafkaWire
+from eos_kafka_source.wire import KafkaWire, known
 from eos_kafka_source.wire.cluster import find_coordinator
 from eos_kafka_source.wire.kept import close_kept
 from eos_kafka_source.wire.retry import GROUP, TRANSACTION
@@ -106,27 +106,26 @@ def test_kept_coordinators_on_the_wrong_broker_cost_a_lookup_not_the_batch(
     config = _config(bootstrap)
     prefix = _writer(bootstrap, unique, checkpoint).prefix  # prepares: the claim exists
     ids = TransactionalIdFactory(prefix)
-    keys = [(recall.GROUP_COORDINATORS, claim_group(prefix), GROUP),
-            (recall.GROUP_COORDINATORS, aborted_group(prefix, lineage), GROUP),
-            *((recall.TXN_COORDINATORS, ids.for_task(p), TRANSACTION) for p in range(2))]
+    keys = [(claim_group(prefix), GROUP), (aborted_group(prefix, lineage), GROUP),
+            *((ids.for_task(p), TRANSACTION) for p in range(2))]
     right: dict[str, int] = {}
     with KafkaWire(config) as wire:
-        for kept, key, key_type in keys:
+        for key, key_type in keys:
             right[key], wrong = _wrong(kafka3, wire, key, key_type)
-            kept.put(config, key, wrong)
+            wire.learn_coordinator(key, wrong, key_type)
     writer = _writer(bootstrap, unique, checkpoint)  # the claim check at the wrong broker
     handoffs = []
     for p in range(2):  # each task's InitProducerId and mark check at the wrong broker
         if p == 1:  # the commit's liveness check at the wrong broker too
             with KafkaWire(config) as wire:
-                recall.TXN_COORDINATORS.put(config, ids.for_task(0),
-                                            _wrong(kafka3, wire, ids.for_task(0),
-                                                   TRANSACTION)[1])
+                wire.learn_coordinator(ids.for_task(0),
+                                       _wrong(kafka3, wire, ids.for_task(0), TRANSACTION)[1])
         handoffs.append(_task(writer, p, 0, lineage, f"b0t{p}"))
     writer.commit(handoffs, 0)
     assert _committed(bootstrap, unique) == Counter(vals("b0t0") + vals("b0t1"))
-    for kept, key, _ in keys:
-        assert kept.get(config, key) == right[key], f"{key}: the wrong broker is still kept"
+    for key, key_type in keys:
+        assert known.COORDINATORS.get(config, (key_type, key)) == right[key], (
+            f"{key}: the wrong broker is still kept")
     assert_no_open_transactions(bootstrap, unique)
 
 
@@ -148,11 +147,11 @@ def test_a_late_task_whose_worker_keeps_a_wrong_group_coordinator_still_refuses(
     group = aborted_group(stopped.prefix, lineage)
     with KafkaWire(config) as wire:
         right, wrong = _wrong(kafka3, wire, group, GROUP)
-    assert recall.GROUP_COORDINATORS.get(config, group) == right
-    recall.GROUP_COORDINATORS.put(config, group, wrong)  # the coordinator "moved"
+    assert known.COORDINATORS.get(config, (GROUP, group)) == right
+    known.COORDINATORS.put(config, (GROUP, group), wrong)  # the coordinator "moved"
     stopped.abort([first, None], 0)  # task 1 had not started when the query stopped
     with pytest.raises(TransactionLostError, match="already aborted"):
         _task(stopped, 1, 0, lineage, "late")
-    assert recall.GROUP_COORDINATORS.get(config, group) == right
+    assert known.COORDINATORS.get(config, (GROUP, group)) == right
     assert_no_open_transactions(bootstrap, unique)
     assert _committed(bootstrap, unique) == Counter()

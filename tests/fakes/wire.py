@@ -42,7 +42,7 @@ from eos_kafka_source.kafka_codes import Code
 from eos_kafka_source.records import encode_batch
 from eos_kafka_source.sink.driver.txn_log import LogOutcome, PartitionInLog, TxnInLog
 from eos_kafka_source.sink.handoff import TxnHandoff
-from eos_kafka_source.wire.connection import VERSION_CAPS
+from eos_kafka_source.wire.connection import VERSION_CAPS, KafkaWire
 
 TopicPartition = tuple[str, int]
 ONGOING, COMMITTED, ABORTED = "Ongoing", "CompleteCommit", "CompleteAbort"
@@ -333,6 +333,14 @@ def _chunk(tp: TopicPartition, code: int, lso: int, records: bytes, aborted: lis
 
 class FakeWire:
     """What the driver's code uses of a KafkaWire, answered by a :class:`FakeKafka`."""
+
+    # What the process's wires learned (wire/known.py), as a real wire keeps it.
+    known_coordinator = KafkaWire.known_coordinator
+    learn_coordinator = KafkaWire.learn_coordinator
+    forget_coordinator = KafkaWire.forget_coordinator
+    known_topic = KafkaWire.known_topic
+    learn_topic = KafkaWire.learn_topic
+    forget_topic = KafkaWire.forget_topic
 
     def __init__(self, kafka: FakeKafka, config: ClientConfig | None = None) -> None:
         self.kafka = kafka

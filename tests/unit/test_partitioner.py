@@ -57,7 +57,7 @@ def test_partition_column_wins_and_is_checked() -> None:
 
 
 def test_a_partition_past_a_kept_count_asks_the_broker_again_before_refusing() -> None:
-    """The count a task starts from may be an earlier task's (sink/recall.py): partitions
+    """The count a task starts from may be an earlier task's (wire/known.py): partitions
     added since must not make a row's ``partition`` fail; one past the fresh count still
     does. Without the refresh, partition 3 of a topic grown from 2 to 4 was refused."""
     count = {"t": 2}

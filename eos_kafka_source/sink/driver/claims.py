@@ -43,10 +43,10 @@ from ...errors import CheckpointElsewhereError, IdPrefixClashError, NotAuthorize
 from ...faults import fault_point
 from ...wire import KafkaWire
 from ...wire.groups import commit_offset, fetch_offset, fetch_offset_at
+from ...wire.retry import GROUP
 from ..decisions.log import DecisionLog
 from ..handoff import TxnHandoff
 from ..lineage import pyarrow_uri
-from ..recall import GROUP_COORDINATORS, reachable
 
 _KEEP_REPLACED = 10  # replaced query ids remembered in the claim (metadata stays small)
 
@@ -98,11 +98,10 @@ def claim_prefix(wire: KafkaWire, prefix: str, owner: str, topic: str, *,
 
 
 def _fetch_kept(wire: KafkaWire, group: str, topic: str) -> tuple[int, str | None] | None:
-    """:func:`fetch_offset` at the group coordinator this worker found before (recall.py)."""
-    node = GROUP_COORDINATORS.get(wire.config, group)
-    found, where = fetch_offset_at(wire, group, topic, 0, node=node if node is not None
-                                   and reachable(wire, node) else None)
-    GROUP_COORDINATORS.put(wire.config, group, where)
+    """:func:`fetch_offset` at the group coordinator this worker found before
+    (wire/known.py)."""
+    found, _ = fetch_offset_at(wire, group, topic, 0,
+                               node=wire.known_coordinator(group, GROUP))
     return found
 
 
@@ -223,7 +222,7 @@ def write_aborted(wire: KafkaWire, prefix: str, topic: str, write_id: str, *,
                   node: int | None = None) -> tuple[bool, int]:
     """Whether a task of batch write ``write_id`` must not write (aborted, or committing),
     and the group's coordinator (asked first when ``node`` is given: a task's worker keeps
-    it for its next task, ``sink/recall.py``)."""
+    it for its next task, ``wire/known.py``)."""
     found, where = fetch_offset_at(wire, aborted_group(prefix, write_id), topic, 0, node=node)
     return found is not None, where
 
@@ -255,7 +254,7 @@ def batch_aborted(wire: KafkaWire, prefix: str, topic: str, lineage: str,
 def batch_aborted_at(wire: KafkaWire, prefix: str, topic: str, lineage: str, batch_id: int,
                      *, node: int | None = None) -> tuple[bool, int]:
     """:func:`batch_aborted`, asking ``node`` first (the group's coordinator an earlier task
-    of this worker found: ``sink/recall.py``; one that moved answers NOT_COORDINATOR and is
+    of this worker found: ``wire/known.py``; one that moved answers NOT_COORDINATOR and is
     looked up again); returns the answer and the coordinator that gave it. One OffsetFetch
     on a kept connection when ``node`` is right."""
     found, where = fetch_offset_at(wire, aborted_group(prefix, lineage), topic, 0, node=node)

@@ -51,7 +51,6 @@ from ...wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, ve
 from ...wire.retry import Deadline
 from ...wire.txn import EndTxnOutcome, coordinator_answers
 from ..handoff import TxnHandoff
-from ..recall import TXN_COORDINATORS, reachable
 from .txn_log import LogOutcome, read_transaction
 
 log = logging.getLogger(__name__)
@@ -297,19 +296,17 @@ def liveness(wire: KafkaWire, handoffs: list[TxnHandoff], *,
                 f"could not check {len(moved)} transaction(s) before deciding: their "
                 "coordinator kept moving or was unreachable; nothing was committed")
         pending = moved
-    for tid, node in found.items():
-        TXN_COORDINATORS.put(wire.config, tid, node)
     return Liveness(dead, found, lookup_s, check_s)
 
 
 def _kept_coordinators(wire: KafkaWire, tids: list[str]) -> dict[str, int] | None:
     """The coordinators the previous batch's check found for every one of ``tids``, or None
-    (recall.py). A coordinator that moved since answers NOT_COORDINATOR: the check looks it
-    up again, as after a fresh lookup."""
+    (wire/known.py). A coordinator that moved since answers NOT_COORDINATOR: the check looks
+    it up again, as after a fresh lookup."""
     kept: dict[str, int] = {}
     for tid in tids:
-        node = TXN_COORDINATORS.get(wire.config, tid)
-        if node is None or not reachable(wire, node):
+        node = wire.known_coordinator(tid)
+        if node is None:
             return None
         kept[tid] = node
     return kept

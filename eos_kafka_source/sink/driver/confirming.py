@@ -30,7 +30,6 @@ from ...wire import KafkaWire, TopicPartition
 from ...wire.cluster import fresh_leaders
 from ...wire.txn_outcome import Place, lists_aborted_transactions, txn_outcomes
 from ..handoff import TxnHandoff
-from ..recall import TOPICS
 from .committer import FinishReport
 from .txn_log import LogOutcome, read_log
 
@@ -93,16 +92,15 @@ def _ask_kafka(wire: KafkaWire, handoffs: list[TxnHandoff],
 
 
 def _leaders(wire: KafkaWire, places: list[Place], deadline: float) -> dict[TopicPartition, int]:
-    """Each partition's leader: as this worker last saw it (recall.py; a moved leader
+    """Each partition's leader: as this worker last saw it (wire/known.py; a moved leader
     answers with an error and its partition's markers are read), or from Metadata."""
     out: dict[TopicPartition, int] = {}
     for topic in sorted({p.topic for p in places}):
-        info = TOPICS.get(wire.config, topic)
+        info = wire.known_topic(topic)
         parts = {p.partition for p in places if p.topic == topic}
         if info is None or any(info.leaders.get(n, -1) < 0 for n in parts):
             info = fresh_leaders(wire, [topic], deadline=max(deadline - time.monotonic(), 1.0))[
                 topic]
-            TOPICS.put(wire.config, topic, info)
         out.update({(topic, n): info.leaders[n] for n in parts})
     return out
 

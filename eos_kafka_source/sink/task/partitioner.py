@@ -33,7 +33,7 @@ class Router:
         self.topic = topic
         self.partitions_of = partitions_of
         #: Asks the broker for a topic's partition count again (the one known may be an
-        #: earlier task's, kept by its worker: sink/recall.py), before a row asking for a
+        #: earlier task's, kept by its worker: wire/known.py), before a row asking for a
         #: partition past it is refused.
         self.refresh = refresh
         self._sticky = itertools.count(start)

@@ -39,7 +39,7 @@ from ...wire import (
 from ...wire.cluster import fresh_leaders, topic_configs
 from ...wire.retry import Deadline
 from ..handoff import TxnHandoff
-from ..recall import MAX_MESSAGE_BYTES, TOPICS, TXN_COORDINATORS, reachable
+from ..recall import MAX_MESSAGE_BYTES
 from .batching import (
     BATCH_OVERHEAD,
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -163,19 +163,18 @@ class TaskWriter:
         if self.transactional_id is None:
             self.producer = init_idempotent(self.wire, topic=self.topic, deadline_s=self.block_s)
             return
-        tid, config = self.transactional_id, self.wire.config
-        kept = TXN_COORDINATORS.get(config, tid)
-        if kept is not None and reachable(self.wire, kept):
-            self.coordinator = kept  # a coordinator that moved answers NOT_COORDINATOR
-        else:                        # and InitProducerId looks it up again (recall.py)
+        tid = self.transactional_id
+        # An earlier task's (wire/known.py): a coordinator that moved answers NOT_COORDINATOR
+        # and InitProducerId looks it up again.
+        self.coordinator = self.wire.known_coordinator(tid)
+        if self.coordinator is None:
             self.coordinator = find_coordinator(self.wire, tid, deadline=deadline)
-            TXN_COORDINATORS.put(config, tid, self.coordinator)
         try:
             self.producer = init_producer_ids(
                 self.wire, self.coordinator, [tid], self.timeout_ms, deadline_s=deadline,
             )[tid]
         except BaseException:
-            TXN_COORDINATORS.forget(config, tid)
+            self.wire.forget_coordinator(tid)
             raise
 
     def write_batches(self, batches: Iterable[pa.RecordBatch]) -> None:
@@ -292,17 +291,15 @@ class TaskWriter:
     def _info(self, topic: str) -> TopicInfo:
         info = self._topics.get(topic)
         if info is None:
-            info = TOPICS.get(self.wire.config, topic)  # an earlier task's (recall.py)
+            info = self.wire.known_topic(topic)  # an earlier task's (wire/known.py)
             if info is None:
                 info = require_topics(self.wire, [topic])[topic]
-                TOPICS.put(self.wire.config, topic, info)
             self._topics[topic] = info
         return info
 
     def _refetch(self, topic: str) -> int:
         """The topic's partition count, asked again (the Router, before refusing a row)."""
         info = self._topics[topic] = require_topics(self.wire, [topic])[topic]
-        TOPICS.put(self.wire.config, topic, info)
         return len(info.leaders)
 
     def _leader(self, tp: TopicPartition) -> int:
@@ -310,10 +307,7 @@ class TaskWriter:
 
     def _refresh(self, deadline: Deadline) -> None:
         """Ask for the leaders again (after NOT_LEADER_OR_FOLLOWER or a lost broker)."""
-        fresh = fresh_leaders(self.wire, sorted(self._topics), deadline=deadline)
-        self._topics.update(fresh)
-        for topic, info in fresh.items():
-            TOPICS.put(self.wire.config, topic, info)
+        self._topics.update(fresh_leaders(self.wire, sorted(self._topics), deadline=deadline))
 
     def _batch_limit(self, topic: str) -> int:
         """Bytes per record batch: the topic's max.message.bytes, ``kafka.batch.size``, and one
@@ -355,7 +349,6 @@ class TaskWriter:
                 self.wire, self.coordinator, self.transactional_id, self.producer, new,
                 deadline_s=self.block_s,
             )
-            TXN_COORDINATORS.put(self.wire.config, self.transactional_id, self.coordinator)
         self._in_txn.update(new)
         columns = {tp: p.columns() for tp, p in buffers.items()}
         slices = {

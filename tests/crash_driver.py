@@ -48,6 +48,7 @@ import pyarrow as pa
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from eos_kafka_source import faults
+from eos_kafka_source.sink.task.context import WriterContext
 
 SCHEMA = StructType([StructField("value", BinaryType())])
 #: A query that names its topic per row (no ``topic`` option): its prefix is claimed at its
@@ -216,9 +217,8 @@ class Query:
         import eos_kafka_source.sink.spark_writer as sw
 
         real = sw._task_context
-        sw._task_context = lambda: {"task_partition": task, "attempt": 0,
-                                    "task_attempt_id": -1, "batch_id": batch,
-                                    "lineage": self.lineage}
+        sw._task_context = lambda: WriterContext(task_partition=task, batch_id=batch,
+                                                 lineage=self.lineage)
         try:
             columns = {"topic": [self.topic] * len(values)} if self.topic_column else {}
             if self.keyed:

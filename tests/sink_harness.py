@@ -24,6 +24,7 @@ from eos_kafka_source.sink.driver import committer
 from eos_kafka_source.sink.driver.protocol import DriverProtocol
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.naming import TransactionalIdFactory, fingerprint
+from eos_kafka_source.sink.task.context import WriterContext
 from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
 from eos_kafka_source.wire import txn as txn_module
@@ -61,7 +62,8 @@ class Harness:
     def open_task(self, wire: KafkaWire, partition: int) -> TaskWriter:
         writer = TaskWriter(wire, transactional_id=self.ids.for_task(partition), topic=self.topic,
                             transaction_timeout_ms=self.timeout_ms, batch_records=50,
-                            context={"task_partition": partition, "lineage": self.lineage})
+                            context=WriterContext(task_partition=partition,
+                                                  lineage=self.lineage or ""))
         writer.open()
         return writer
 

@@ -28,6 +28,7 @@ from eos_kafka_source.sink.driver.fencing import fence
 from eos_kafka_source.sink.driver.protocol import DriverProtocol
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.naming import TransactionalIdFactory
+from eos_kafka_source.sink.task.context import WriterContext
 from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
 from eos_kafka_source.wire.kept import kept_wire
@@ -86,7 +87,7 @@ class EosSink:
         tid = self.ids.for_task(partition)
         writer = TaskWriter(wire, transactional_id=tid, topic=topic,
                             transaction_timeout_ms=self.timeout_ms, batch_records=BATCH_RECORDS,
-                            context={"task_partition": partition, "batch_id": self.batch_id})
+                            context=WriterContext(task_partition=partition, batch_id=self.batch_id))
         writer.open()
         try:
             writer.write_batches(batches)
@@ -124,7 +125,7 @@ def write_at_least_once(cfg: ClientConfig, topic: str, batches: Iterable[pa.Reco
     with KafkaWire(cfg) as wire:
         writer = TaskWriter(wire, transactional_id=None, topic=topic,
                             transaction_timeout_ms=TXN_TIMEOUT_MS, batch_records=BATCH_RECORDS,
-                            context={"task_partition": 0})
+                            context=WriterContext(task_partition=0))
         writer.open()
         writer.write_batches(batches)
         return writer.handoff().records

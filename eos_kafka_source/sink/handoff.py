@@ -8,7 +8,7 @@ log. Must stay picklable and JSON-able: plain values only, never a secret.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from pyspark.sql.datasource import WriterCommitMessage
@@ -17,6 +17,8 @@ from ..errors import DecisionLogFormatError
 
 #: The hand-off JSON format this eoskafka writes (``"format"``); JSON without one is
 #: version 1. Older formats stay readable; a newer one is refused (docs/compatibility.md).
+#: A reader of format 2 may meet ``digest`` (written by 0.1.0 and the builds before it,
+#: never read): it is skipped, as is any field a version added within the format.
 FORMAT = 2
 
 
@@ -49,12 +51,24 @@ class TxnHandoff(WriterCommitMessage):
     #: in each partition, so its outcome can be read from the log (invariant 9): the
     #: producer's first control marker at or after it is COMMIT or ABORT.
     first_offsets: tuple[tuple[str, int, int], ...] = ()
-    #: No longer written or used: kept so decision files of an older eoskafka, which matched
-    #: replays to lost transactions by it, still load (recovery now copies from the log).
-    digest: str = ""
     #: Set by the at-least-once mode: the records are already visible, nothing to commit.
     delivery: str = "exactly_once"
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickling a hand-off another eoskafka version pickled (a driver and executors
+        mid-upgrade): a field this version lacks (``digest``) is dropped, one it adds takes
+        its default, as :meth:`from_json` reads the JSON."""
+        for f in fields(self):
+            if f.name in state:
+                value = state[f.name]
+            elif f.default is not MISSING:
+                value = f.default
+            elif f.default_factory is not MISSING:
+                value = f.default_factory()
+            else:
+                value = state[f.name]  # a required field: KeyError names it
+            object.__setattr__(self, f.name, value)
 
     def describe(self) -> str:
         parts = ", ".join(f"{t}-{p}: {n}" for t, p, n in self.partitions) or "no partitions"

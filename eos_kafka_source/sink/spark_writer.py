@@ -50,6 +50,7 @@ from .spark_checkpoint import (
     task_conf_checkpoint,
 )
 from .task import columns
+from .task.context import WriterContext
 
 if TYPE_CHECKING:
     from .task.writer import TaskWriter
@@ -185,11 +186,11 @@ class _Writer:
         # planning and commit workers (each new worker imports it again) do not need.
         from .task.writer import TaskWriter
 
-        context = _task_context()
-        task = context["task_partition"]
-        context["owner"] = self.owner
-        context["lineage"] = (context.get("lineage") or self.lineage or "") if self.streaming \
-            else self.lineage
+        spark = _task_context()
+        context = dataclasses.replace(
+            spark, owner=self.owner,
+            lineage=(spark.lineage if self.streaming else "") or self.lineage or "")
+        task = context.first_partition
         tid = TransactionalIdFactory(self.prefix).for_task(task) if self.exactly_once else None
         timed = Phases("task")
         with self._wire() as wire:
@@ -223,7 +224,7 @@ class _Writer:
             conf = task_conf_checkpoint(_spark_task_context())  # where Spark keeps it
             if conf:
                 handoff = dataclasses.replace(handoff, extra={**handoff.extra, CONF_KEY: conf})
-        timed.write(task=task, batch=context.get("batch_id"), records=handoff.records,
+        timed.write(task=task, batch=context.batch_id, records=handoff.records,
                     input_wait=waiting.seconds)
         log.info("eoskafka: task %s wrote %s", task, handoff.describe())
         return handoff
@@ -247,7 +248,7 @@ class _Writer:
             sum(h.bytes for h in report.done), report.seconds * 1000,
         )
 
-    def _refuse_if_aborted(self, wire: KafkaWire, context: dict[str, Any]) -> None:
+    def _refuse_if_aborted(self, wire: KafkaWire, context: WriterContext) -> None:
         """A task starting after the driver aborted its write or batch must not write.
 
         Checked after InitProducerId: the driver marks the abort before it fences, so a task
@@ -266,7 +267,7 @@ class _Writer:
                     f"{self.prefix!r}) was already aborted by the driver; this late task "
                     "wrote nothing"
                 )
-        batch, lineage = context.get("batch_id"), context.get("lineage")
+        batch, lineage = context.batch_id, context.lineage
         if not (self.streaming and self.exactly_once and self.sink.topic is not None
                 and batch is not None and lineage):
             return
@@ -299,17 +300,17 @@ def _spark_task_context() -> Any:
     return TaskContext.get()
 
 
-def _task_context() -> dict[str, Any]:
+def _task_context() -> WriterContext:
     """Where this task runs: partition, attempt, batch id and query id (TaskContext)."""
     ctx = _spark_task_context()
     batch = ctx.getLocalProperty("streaming.sql.batchId") if ctx else None
-    return {
-        "task_partition": ctx.partitionId() if ctx else 0,
-        "attempt": ctx.attemptNumber() if ctx else 0,
-        "task_attempt_id": ctx.taskAttemptId() if ctx else -1,
-        "batch_id": int(batch) if batch is not None else None,
-        "lineage": task_lineage(ctx),
-    }
+    return WriterContext(
+        task_partition=ctx.partitionId() if ctx else 0,
+        attempt=ctx.attemptNumber() if ctx else 0,
+        task_attempt_id=ctx.taskAttemptId() if ctx else -1,
+        batch_id=int(batch) if batch is not None else None,
+        lineage=task_lineage(ctx),
+    )
 
 
 def _option(options: dict[str, str], name: str) -> str | None:

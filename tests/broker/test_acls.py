@@ -44,6 +44,7 @@ from eos_kafka_source.errors import NotAuthorizedError
 from eos_kafka_source.sink.driver.claims import claim_group
 from eos_kafka_source.sink.driver.fencing import fence
 from eos_kafka_source.sink.naming import TransactionalIdFactory
+from eos_kafka_source.sink.task.context import WriterContext
 from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.source.partition_reader import read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
@@ -343,7 +344,7 @@ def test_fence_cannot_touch_ids_it_was_not_granted(user: str, acl_kafka: AclKafk
     with KafkaWire(admin) as wire:
         writer = TaskWriter(wire, transactional_id=ids.for_task(0), topic="full.out",
                             transaction_timeout_ms=60000, batch_records=50,
-                            context={"task_partition": 0, "lineage": "victim"})
+                            context=WriterContext(task_partition=0, lineage="victim"))
         writer.open()
         writer.write_batch(pa.RecordBatch.from_pydict({"value": [b"victim"]}))
         victim_pid = writer.handoff().producer_id

@@ -12,6 +12,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from eos_kafka_source.errors import TransactionLostError
 from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter
+from eos_kafka_source.sink.task.context import WriterContext
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
 from tests.sink_harness import crash_between_endtxns
@@ -48,9 +49,8 @@ def _tasks(monkeypatch, n: int):  # noqa: ANN001, ANN202
     from eos_kafka_source.sink import spark_writer
 
     parts = iter(range(n))
-    monkeypatch.setattr(spark_writer, "_task_context", lambda: {
-        "task_partition": next(parts), "attempt": 0, "task_attempt_id": -1,
-        "batch_id": None, "lineage": ""})
+    monkeypatch.setattr(spark_writer, "_task_context",
+                        lambda: WriterContext(task_partition=next(parts)))
 
 
 def _committed(bootstrap: str, topic: str) -> Counter[bytes]:

@@ -31,6 +31,7 @@ from eos_kafka_source.sink.driver.fencing import fence
 from eos_kafka_source.sink.driver.protocol import DriverProtocol
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.sink.naming import TransactionalIdFactory
+from eos_kafka_source.sink.task.context import WriterContext
 from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire
 from eos_kafka_source.wire.cluster import create_topic as create_topic_on
@@ -88,7 +89,7 @@ class Sink:
         with self.wire() as wire:
             writer = TaskWriter(wire, transactional_id=self.ids.for_task(partition),
                                 topic=self.topic, transaction_timeout_ms=60000,
-                                batch_records=50, context={"task_partition": partition})
+                                batch_records=50, context=WriterContext(task_partition=partition))
             writer.open()
             writer.write_batch(pa.RecordBatch.from_pydict({"value": values}))
             return writer.handoff()

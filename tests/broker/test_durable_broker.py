@@ -71,7 +71,7 @@ def test_driver_commits_a_handoff_across_a_broker_restart(durable, unique) -> No
     cfg = ClientConfig.from_options({"kafka.bootstrap.servers": bootstrap})
     with KafkaWire(cfg) as wire:
         writer = TaskWriter(wire, transactional_id=f"{unique}-0", topic=unique,
-                            transaction_timeout_ms=60000, batch_records=10, context={})
+                            transaction_timeout_ms=60000, batch_records=10)
         writer.open()
         writer.write_batch(pa.RecordBatch.from_pydict({"value": [b"a", b"b"]}))
         handoff = writer.handoff()

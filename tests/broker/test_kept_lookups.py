@@ -27,6 +27,7 @@ from eos_kafka_source.sink import recall
 from eos_kafka_source.sink.driver.claims import aborted_group, claim_group
 from eos_kafka_source.sink.naming import TransactionalIdFactory
 from eos_kafka_source.sink.spark_writer import EosKafkaStreamWriter
+from eos_kafka_source.sink.task.context import WriterContext
 from eos_kafka_source.wire import KafkaWire, known
 from eos_kafka_source.wire.cluster import find_coordinator
 from eos_kafka_source.wire.kept import close_kept
@@ -66,8 +67,7 @@ def _task(writer: EosKafkaStreamWriter, task: int, batch: int, lineage: str, tag
     import eos_kafka_source.sink.spark_writer as sw
 
     real = sw._task_context
-    sw._task_context = lambda: {"task_partition": task, "attempt": 0, "task_attempt_id": -1,
-                                "batch_id": batch, "lineage": lineage}
+    sw._task_context = lambda: WriterContext(task_partition=task, batch_id=batch, lineage=lineage)
     try:
         return writer.write(iter([pa.RecordBatch.from_pydict({"value": vals(tag)})]))
     finally:

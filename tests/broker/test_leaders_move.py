@@ -20,6 +20,7 @@ import pytest
 
 from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools
 from eos_kafka_source.sink.handoff import TxnHandoff
+from eos_kafka_source.sink.task.context import WriterContext
 from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.wire import KafkaWire, ProducerIdentity, TopicInfo, end_txns
 from eos_kafka_source.wire.cluster import create_topic, find_coordinator
@@ -40,7 +41,7 @@ def _create(bootstrap: str, topic: str, partitions: int) -> None:
 
 def _writer(wire: KafkaWire, tid: str, topic: str, batch_records: int = 50) -> TaskWriter:
     writer = TaskWriter(wire, transactional_id=tid, topic=topic, transaction_timeout_ms=120000,
-                        batch_records=batch_records, context={"task_partition": 0})
+                        batch_records=batch_records, context=WriterContext(task_partition=0))
     writer.open()
     return writer
 

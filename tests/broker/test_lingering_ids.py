@@ -98,7 +98,7 @@ def test_an_open_recovery_id_is_fenced(bootstrap: str, unique: str, tmp_path: Pa
     h.driver.prepare(new_run=True)
     with h.wire() as wire:
         writer = TaskWriter(wire, transactional_id=f"{unique}-recovery", topic=unique,
-                            transaction_timeout_ms=60000, batch_records=50, context={})
+                            transaction_timeout_ms=60000, batch_records=50)
         writer.open()
         writer.write_batch(pa.RecordBatch.from_pydict({"value": vals("recovering", 3)}))
         writer.flush()

@@ -26,6 +26,7 @@ from eos_kafka_source.errors import (
 )
 from eos_kafka_source.sink.driver.fencing import fence
 from eos_kafka_source.sink.spark_writer import EosKafkaBatchWriter, EosKafkaStreamWriter
+from eos_kafka_source.sink.task.context import WriterContext
 from tests.brokers import ON_TANSU
 from tests.kafka_helpers import create_topic
 from tests.oracle import assert_no_open_transactions, await_markers, committed_view
@@ -178,8 +179,7 @@ def _stream_task(writer: EosKafkaStreamWriter, task: int, batch: int, lineage: s
     import eos_kafka_source.sink.spark_writer as sw
 
     real = sw._task_context
-    sw._task_context = lambda: {"task_partition": task, "attempt": 0, "task_attempt_id": -1,
-                                "batch_id": batch, "lineage": lineage}
+    sw._task_context = lambda: WriterContext(task_partition=task, batch_id=batch, lineage=lineage)
     try:
         return writer.write(iter([_rows(tag)]))
     finally:
@@ -266,8 +266,7 @@ def _retagged(writer: EosKafkaBatchWriter, task: int, tag: str):  # noqa: ANN202
     import eos_kafka_source.sink.spark_writer as sw
 
     real = sw._task_context
-    sw._task_context = lambda: {"task_partition": task, "attempt": 0,
-                                "task_attempt_id": -1, "batch_id": None}
+    sw._task_context = lambda: WriterContext(task_partition=task)
     try:
         return writer.write(iter([_rows(tag)]))
     finally:

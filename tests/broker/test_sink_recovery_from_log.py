@@ -214,18 +214,18 @@ def test_records_the_log_no_longer_holds_are_lost_loudly_once(
 
 def test_a_loss_recorded_by_an_older_eoskafka_is_copied_when_its_batch_replays(
         sink: Harness, faults) -> None:
-    """Decision files of an eoskafka before issue 22 hold a LOST batch as ``.done`` with
-    ``lost_handoffs`` (with their digests), waiting for a replay with the same rows. They
-    still load; the replay's commit copies the lost records from the log and aborts its own
-    transactions, whatever rows they hold."""
-    from dataclasses import replace
-
+    """Decision files of a development build before 0.1.0 hold a LOST batch as ``.done``
+    with ``lost_handoffs`` (with their digests), waiting for a replay with the same rows.
+    They still load; the replay's commit copies the lost records from the log and aborts its
+    own transactions, whatever rows they hold."""
     handoffs = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
     _crash_between_endtxns(sink, handoffs, faults)
     _fence(sink, 1)
     assert sink.log is not None
-    old = replace(handoffs[1], digest="0123456789abcdef0123456789abcdef")
-    sink.log.mark_done(0, [f"{old.describe()}: PRODUCER_FENCED"], [old])  # as written then
+    old = handoffs[1]
+    sink.log._write(sink.log._name(0, ".done"), {  # as written then
+        "batch_id": 0, "lost": [f"{old.describe()}: PRODUCER_FENCED"], "done_at": 0.0,
+        "lost_handoffs": [{**old.to_json(), "digest": "0123456789abcdef0123456789abcdef"}]})
     assert sink.log.get(0).state is State.LOST
     replay = [sink.task(0, vals("b0t0")), sink.task(1, vals("other", 9))]
     sink.driver.commit(0, replay, tasks=2)

@@ -29,7 +29,7 @@ from tests.oracle import TANSU_STUCK_LSO, committed_view, tansu_stuck_lso
 def _open_txn(cfg: ClientConfig, tid: str, topic: str) -> tuple[KafkaWire, TaskWriter]:
     wire = KafkaWire(cfg)
     writer = TaskWriter(wire, transactional_id=tid, topic=topic, transaction_timeout_ms=60000,
-                        batch_records=100, context={})
+                        batch_records=100)
     writer.open()
     writer.write_batch(pa.RecordBatch.from_pydict({"value": [b"x"] * 10}))
     writer.flush()

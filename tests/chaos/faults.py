@@ -239,7 +239,7 @@ class Chaos:
         wire = KafkaWire(ClientConfig.from_options(
             {"kafka.bootstrap.servers": self.broker.bootstrap_servers}))
         writer = TaskWriter(wire, transactional_id=tid, topic=self.cfg["output"],
-                            transaction_timeout_ms=900_000, batch_records=100, context={})
+                            transaction_timeout_ms=900_000, batch_records=100)
         try:
             writer.open()  # InitProducerId: fences the sink's task on this id, if one runs
             writer.write_batch(_junk(junk, number))

@@ -11,6 +11,8 @@ from eos_kafka_source.sink.decisions.states import (
     InvalidTransition,
     State,
     commit_event,
+    recorded_events,
+    state_after,
     transition,
 )
 
@@ -100,3 +102,37 @@ def test_done_is_never_voided_or_decided_again() -> None:
 ])
 def test_commit_event(committed: int, aborted: int, unknown: int, event: Event) -> None:
     assert commit_event(committed, aborted, unknown) is event
+
+
+# -- a decision's state is what its files' events reach ------------------------------------
+
+@pytest.mark.parametrize(("files", "state"), [
+    ({"done": False}, S.DECIDED),
+    ({"done": True}, S.DONE),
+    ({"done": True, "lost": True}, S.DONE),  # what the log lost is final, reported once
+    ({"done": True, "lost_handoffs": True}, S.LOST),  # a pre-0.1.0 build's LOST decision
+    ({"done": True, "lost": True, "lost_handoffs": True}, S.LOST),
+    ({"done": False, "recovery": True}, S.RECOVERING),
+    ({"done": True, "recovery": True}, S.RECOVERING),  # crash before the record was cleared
+])
+def test_the_files_state_comes_from_the_transitions(files: dict[str, bool],
+                                                    state: State) -> None:
+    assert state_after(recorded_events(**files)) is state
+
+
+def test_a_decision_reads_its_state_from_the_table() -> None:
+    from eos_kafka_source.sink.decisions.log import Decision
+    from eos_kafka_source.sink.handoff import TxnHandoff
+
+    h = TxnHandoff("p-0", 7, 1, 1, True, (("out", 0, 5),), records=5)
+    assert Decision(1, (h,), False).state is S.DECIDED
+    assert Decision(1, (h,), True).state is S.DONE
+    assert Decision(1, (h,), True, lost=("x",)).state is S.DONE
+    assert Decision(1, (h,), True, lost_handoffs=(h,)).state is S.LOST
+    assert Decision(1, (h,), True, recovery=(h,)).state is S.RECOVERING
+    assert Decision(1, (h,), False, recovery=()).state is S.RECOVERING
+
+
+def test_events_that_skip_a_step_are_refused() -> None:
+    with pytest.raises(InvalidTransition):
+        state_after((E.DECIDE, E.COPIED))

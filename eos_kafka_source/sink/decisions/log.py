@@ -37,7 +37,7 @@ from ...errors import ConfigError, DecisionLogConflictError
 from ..handoff import TxnHandoff
 from .files import FORMAT, store_failed  # noqa: F401 - FORMAT re-exported
 from .pool import PoolFiles
-from .states import UNFINISHED, State
+from .states import UNFINISHED, State, recorded_events, state_after
 
 _KEEP_DONE = 100  # finished decisions kept per lineage for inspection (eoskafka txns)
 _KEEP_LINEAGES = 100  # finished other lineages (older queries, batch writes) kept
@@ -74,11 +74,10 @@ class Decision:
 
     @property
     def state(self) -> State:
-        if self.recovery is not None:
-            return State.RECOVERING
-        if not self.done:
-            return State.DECIDED
-        return State.LOST if self.lost_handoffs else State.DONE
+        """The state its files' events reach through the transition table (states.py)."""
+        return state_after(recorded_events(
+            done=self.done, lost=bool(self.lost), lost_handoffs=bool(self.lost_handoffs),
+            recovery=self.recovery is not None))
 
     @property
     def committing(self) -> tuple[TxnHandoff, ...]:

@@ -4,7 +4,9 @@ A decision is keyed by (lineage, batch id): the lineage is Spark's query id for 
 write (stable across restarts, new after a checkpoint reset) or the write id of a batch
 write, so a batch id reused by a new query is never taken for a replay (invariant 8).
 
-What each file under ``decisions/<lineage>/`` means, and who writes it (all on the driver):
+What each file under ``decisions/<lineage>/`` means, and who writes it (all on the driver);
+a decision read from its files is in the state the events they record
+(:func:`recorded_events`) reach through :data:`TRANSITIONS` (:func:`state_after`):
 
 ==========================  ==========  =====================================================
 file                        state       written by
@@ -105,6 +107,33 @@ def transition(state: State, event: Event) -> State:
         raise InvalidTransition(
             f"a decision in state {state.value!r} cannot take event {event.value!r}"
         ) from None
+
+
+def recorded_events(*, done: bool, lost: bool = False, lost_handoffs: bool = False,
+                    recovery: bool = False) -> tuple[Event, ...]:
+    """The events a decision's files record, in order (the table above): ``<batch>.json``
+    its DECIDE; a ``.recovery`` SOME_ABORTED then COPIED, whatever ``.done`` lies beside it
+    (a crash between marking it done and clearing the recovery record: the copy is finished
+    again, once per partition); a ``.done`` ALL_COMMITTED, with ``lost`` SOME_ABORTED and
+    UNRECOVERABLE, with ``lost_handoffs`` (a development build before 0.1.0) SOME_ABORTED
+    alone."""
+    if recovery:
+        return Event.DECIDE, Event.SOME_ABORTED, Event.COPIED
+    if not done:
+        return (Event.DECIDE,)
+    if lost_handoffs:
+        return Event.DECIDE, Event.SOME_ABORTED
+    if lost:
+        return Event.DECIDE, Event.SOME_ABORTED, Event.UNRECOVERABLE
+    return Event.DECIDE, Event.ALL_COMMITTED
+
+
+def state_after(events: tuple[Event, ...], state: State = State.NEW) -> State:
+    """Where ``events`` take a decision, through :data:`TRANSITIONS` (one not allowed
+    raises): a decision read from its files is in the state its recorded events reach."""
+    for event in events:
+        state = transition(state, event)
+    return state
 
 
 def commit_event(committed: int, aborted: int, unknown: int) -> Event:

@@ -85,12 +85,13 @@ def write_part(wire: KafkaWire, ids: TransactionalIdFactory, todo: list[Segment]
     driver's record and EndTxn, until it is full. Returns its hand-off, the segments (or
     leading parts) it copied, and what is left for the next one. Its InitProducerId aborts
     whatever an earlier, unrecorded recovery transaction left open on the id."""
+    from ..task.context import WriterContext
     from ..task.writer import TaskWriter  # the codec: only when there is something to copy
 
     writer = TaskWriter(wire, transactional_id=recovery_id(ids), topic=None,
                         transaction_timeout_ms=timeout_ms, batch_records=10_000,
                         batch_bytes=limits.batch_bytes,
-                        context={"lineage": lineage, "batch_id": batch_id})
+                        context=WriterContext(lineage=lineage, batch_id=batch_id))
     writer.open()
     try:
         return _stream(wire, writer, todo, limits, timeout_ms, deadline_s)

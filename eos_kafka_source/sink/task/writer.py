@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,6 +48,7 @@ from .batching import (
     split_by_bytes,
 )
 from .columns import unpack
+from .context import WriterContext
 from .first_offsets import find_first_offsets
 from .partitioner import Router, take, take_arrow
 from .produce import Batch, ProducePipeline
@@ -120,7 +120,7 @@ class TaskWriter:
         topic: str | None,
         transaction_timeout_ms: int,
         batch_records: int,
-        context: dict[str, Any],
+        context: WriterContext | None = None,
         compression: int = 0,
         compression_level: int | None = None,
         batch_bytes: int = _BATCH_BYTES,
@@ -130,7 +130,8 @@ class TaskWriter:
         self.topic = topic
         self.timeout_ms = transaction_timeout_ms
         self.batch_records = batch_records
-        self.context = context
+        #: Whose transaction this is (stamped into the hand-off); a bare writer's defaults.
+        self.context = context = context if context is not None else WriterContext()
         self.compression = compression  # codec id of every batch (kafka.compression.type)
         self.compression_level = compression_level  # kafka.compression.<codec>.level
         self.batch_bytes = batch_bytes  # uncompressed bytes per batch (kafka.batch.size)
@@ -142,7 +143,7 @@ class TaskWriter:
         self._buffers: dict[TopicPartition, _Pending] = {}
         self._batch_bytes: dict[str, int] = {}
         self._router = Router(topic, lambda t: len(self._info(t).leaders),
-                              start=context.get("task_partition", 0), refresh=self._refetch)
+                              start=context.first_partition, refresh=self._refetch)
         self.bytes = 0
         extra = dict(wire.config.extra)
         self.max_request_size = int(extra.get("max.request.size", _MAX_REQUEST_SIZE))
@@ -180,7 +181,7 @@ class TaskWriter:
     def write_batches(self, batches: Iterable[pa.RecordBatch]) -> None:
         for batch in batches:
             self.write_batch(batch)
-            fault_point("write.after_batch", task=self.context.get("task_partition"))
+            fault_point("write.after_batch", task=self.context.task_partition)
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         self._check_record_sizes(batch)
@@ -243,7 +244,7 @@ class TaskWriter:
         if buffers:
             self._send(buffers)
         self.pipeline.flush()
-        fault_point("write.after_flush", task=self.context.get("task_partition"))
+        fault_point("write.after_flush", task=self.context.task_partition)
 
     def handoff(self) -> TxnHandoff:
         self.flush()
@@ -260,12 +261,12 @@ class TaskWriter:
             partitions=partitions,
             records=sum(counts.values()),
             bytes=self.bytes,
-            task_partition=self.context.get("task_partition", -1),
-            attempt=self.context.get("attempt", 0),
-            task_attempt_id=self.context.get("task_attempt_id", -1),
-            batch_id=self.context.get("batch_id"),
-            owner=self.context.get("owner", ""),
-            lineage=self.context.get("lineage", ""),
+            task_partition=self.context.handoff_partition,
+            attempt=self.context.attempt,
+            task_attempt_id=self.context.task_attempt_id,
+            batch_id=self.context.batch_id,
+            owner=self.context.owner,
+            lineage=self.context.lineage,
             first_offsets=tuple(sorted((t, p, o) for (t, p), o
                                        in self.pipeline.first_offsets.items())),
             delivery="exactly_once" if self.transactional_id else "at_least_once",
@@ -404,4 +405,4 @@ class TaskWriter:
                                          self._request_budget):
                 self.pipeline.send(leader, request)
         self.wire.flush()  # the broker appends these while the next batch is encoded
-        fault_point("write.after_round", task=self.context.get("task_partition"))
+        fault_point("write.after_round", task=self.context.task_partition)

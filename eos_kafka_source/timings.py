@@ -10,7 +10,8 @@ side and executor, can share the file. Imports nothing of the package: any layer
 itself.
 
 >>> t = Phases("commit")            # doctest: +SKIP
->>> ...; t.mark("decision"); ...; t.mark("endtxn"); t.write(batch=7)   # doctest: +SKIP
+>>> with t.step("decision"): ...   # doctest: +SKIP
+>>> ...; t.mark("endtxn"); t.write(batch=7)   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 ENV = "EOSKAFKA_TIMINGS"
@@ -38,6 +41,15 @@ class Phases:
         now = time.perf_counter()
         self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self.last
         self.last = now
+
+    @contextmanager
+    def step(self, phase: str) -> Iterator[None]:
+        """The time since the previous mark, and the ``with`` block's, is ``phase``'s
+        (counted even when the block raises: a failed step's time is still spent)."""
+        try:
+            yield
+        finally:
+            self.mark(phase)
 
     def total_s(self) -> float:
         """Seconds since the start."""

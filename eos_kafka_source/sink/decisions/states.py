@@ -41,6 +41,7 @@ error naming the state and the event, not as a silently rewritten decision.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass, field
 
 
 class State(enum.Enum):
@@ -93,6 +94,15 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
 #: records copied, before the batch counts as written: prepare() rolls them forward before
 #: any task starts (invariant 2), and abort() and a replay's commit() before anything else.
 UNFINISHED = frozenset({State.DECIDED, State.LOST, State.RECOVERING})
+
+
+@dataclass(frozen=True)
+class Finished:
+    """Where finishing a decision left it, and what the log could no longer give back
+    (descriptions naming transactions, partitions and counts: lost for good)."""
+
+    state: State
+    lost: list[str] = field(default_factory=list)
 
 
 class InvalidTransition(RuntimeError):

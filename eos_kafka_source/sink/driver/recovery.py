@@ -27,13 +27,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from ...errors import TransactionLostError, TransactionOutcomeUnknownError
 from ...faults import fault_point
 from ...wire import KafkaWire
 from ..decisions.log import Decision, DecisionLog
-from ..decisions.states import Event, State, transition
+from ..decisions.states import Event, Finished, State, transition
 from ..handoff import TxnHandoff
 from ..naming import TransactionalIdFactory
 from .committer import finish, outcome_unknown
@@ -57,15 +57,6 @@ log = logging.getLogger(__name__)
 #: Recovery transactions in a row that Kafka aborted before a run gives up (and the next run
 #: goes on from what they committed).
 _STALLED_ROUNDS = 3
-
-
-@dataclass(frozen=True)
-class Finished:
-    """Where finishing a decision left it, and what the log could no longer give back
-    (descriptions naming transactions, partitions and counts: lost for good)."""
-
-    state: State
-    lost: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,11 @@ a transaction fenced after its hand-off fails the whole batch, nothing committed
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from ...errors import TimeoutError_, TransactionLostError
 from ...wire import TXN_PROTOCOL, KafkaWire
-from ..decisions.pool import PoolState
+from ..decisions.pool import PoolFiles
 from ..handoff import TxnHandoff
 from ..naming import TransactionalIdFactory
 from .committer import Liveness, liveness
@@ -34,8 +35,10 @@ def refuse_foreign(ids: TransactionalIdFactory, handoffs: list[TxnHandoff]) -> N
         )
 
 
-def refuse_superseded(handoffs: list[TxnHandoff], pool: PoolState) -> None:
-    """A hand-off whose epoch the driver already fenced is a zombie attempt's message."""
+def refuse_superseded(handoffs: list[TxnHandoff], decisions: PoolFiles) -> None:
+    """A hand-off whose epoch the driver already fenced (the log's pool state) is a zombie
+    attempt's message."""
+    pool = decisions.pool()
     stale = [h for h in handoffs
              if h.open and pool.fenced_producers.get(h.transactional_id) == h.producer_id
              and h.epoch <= pool.fenced_epochs.get(h.transactional_id, -1)]
@@ -47,15 +50,16 @@ def refuse_superseded(handoffs: list[TxnHandoff], pool: PoolState) -> None:
 
 
 def refuse_dead(wire: KafkaWire, batch_id: int, handoffs: list[TxnHandoff], *,
-                deadline_s: float, timeout_ms: int, planned_at: float | None,
-                streaming: bool = True) -> Liveness:
+                deadline_s: float, timeout_ms: int,
+                planned_at: Callable[[], float | None], streaming: bool = True) -> Liveness:
     """Before deciding: every transaction must still be live, or nothing is committed.
-    Returns what the check found (where their coordinators answered). ``streaming=False``:
-    a batch write, which is never replayed (its user reruns it)."""
+    Returns what the check found (where their coordinators answered). ``planned_at``: when
+    the batch was planned, read only to word a refusal. ``streaming=False``: a batch write,
+    which is never replayed (its user reruns it)."""
     found = liveness(wire, handoffs, deadline_s=deadline_s)
     dead = found.dead
     if dead:
-        raise_if_too_long(batch_id, dead, timeout_ms=timeout_ms, planned_at=planned_at,
+        raise_if_too_long(batch_id, dead, timeout_ms=timeout_ms, planned_at=planned_at(),
                           streaming=streaming)
         what = f"batch {batch_id}" if streaming else "the batch write"
         then = ("the batch fails and can run again" if streaming else

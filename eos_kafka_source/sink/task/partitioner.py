@@ -10,7 +10,7 @@ of per-row Python work. Runs on: executors, inside ``write()``. No network.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
 from kafka.partitioner.default import murmur2
@@ -69,33 +69,51 @@ class Router:
         indices = range(len(rows))[selection] if isinstance(selection, slice) else selection
         fallback = next(self._sticky) % count  # rows with neither key nor partition
         if rows.partitions is not None:
-            groups: dict[int, list[int]] = {}
-            for i in indices:
-                p = rows.partitions[i]
-                if p is None:
-                    p = self._keyed(rows, i, count, fallback)
-                elif not 0 <= p < count:
-                    if self.refresh is not None and self.refresh(topic) > count:
-                        # Partitions were added: route this topic's rows again (none of them
-                        # was handed out yet) with the new count.
-                        yield from self._by_partition(topic, rows, selection, chunk)
-                        return
-                    raise TopicNotFoundError(
-                        f"a row asks for partition {p} of topic {topic}, which has {count} "
-                        f"partitions (0..{count - 1})"
-                    )
-                groups.setdefault(p, []).append(i)
-            for p, rows_of in groups.items():
-                yield (topic, p), rows_of
+            groups = self._by_column(topic, rows, indices, count, fallback)
+            if groups is None:
+                # Partitions were added: route this topic's rows again (none of them was
+                # handed out yet) with the new count.
+                yield from self._by_partition(topic, rows, selection, chunk)
+                return
+        elif rows.keys is not None and any(k is not None for k in rows.keys):
+            groups = self._by_key(rows, indices, count, fallback)
+        else:
+            yield from self._chunks(topic, selection, chunk, count, fallback)
             return
-        if rows.keys is not None and any(k is not None for k in rows.keys):
-            groups = {}
-            for i in indices:
-                groups.setdefault(self._keyed(rows, i, count, fallback), []).append(i)
-            for p, rows_of in groups.items():
-                yield (topic, p), rows_of
-            return
-        # No keys, no partitions: contiguous chunks, one partition each.
+        for p, rows_of in groups.items():
+            yield (topic, p), rows_of
+
+    def _by_column(self, topic: str, rows: Rows, indices: Sequence[int], count: int,
+                   fallback: int) -> dict[int, list[int]] | None:
+        """Rows grouped by their ``partition`` (null: by key); None when a row asks for a
+        partition past ``count`` and the topic has more now. One past any count raises."""
+        assert rows.partitions is not None
+        groups: dict[int, list[int]] = {}
+        for i in indices:
+            p = rows.partitions[i]
+            if p is None:
+                p = self._keyed(rows, i, count, fallback)
+            elif not 0 <= p < count:
+                if self.refresh is not None and self.refresh(topic) > count:
+                    return None
+                raise TopicNotFoundError(
+                    f"a row asks for partition {p} of topic {topic}, which has {count} "
+                    f"partitions (0..{count - 1})"
+                )
+            groups.setdefault(p, []).append(i)
+        return groups
+
+    def _by_key(self, rows: Rows, indices: Sequence[int], count: int,
+                fallback: int) -> dict[int, list[int]]:
+        """Rows grouped where Kafka's default partitioner puts their keys."""
+        groups: dict[int, list[int]] = {}
+        for i in indices:
+            groups.setdefault(self._keyed(rows, i, count, fallback), []).append(i)
+        return groups
+
+    def _chunks(self, topic: str, selection: Selection, chunk: int, count: int,
+                fallback: int) -> Iterator[tuple[TopicPartition, Selection]]:
+        """No keys, no partitions: contiguous chunks, one partition each (sticky)."""
         partition = fallback
         if isinstance(selection, slice):
             for begin in range(selection.start, selection.stop, chunk):

@@ -52,3 +52,17 @@ def test_codec_still_reachable_from_the_package():
     batch = records.encode_batch([None], [b"v"], 0)
     assert [h.record_count for h, _ in records.iter_batches(batch)] == [1]
     assert records.ColumnBuilder is not None
+
+
+def test_a_step_is_timed_by_its_with_block_even_when_it_raises(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    timed = Phases("commit")
+    with timed.step("decision"):
+        pass
+    try:
+        with timed.step("endtxn"):
+            raise RuntimeError("unknown outcome")
+    except RuntimeError:
+        pass
+    assert set(timed.seconds) == {"decision", "endtxn"}
+    assert all(s >= 0 for s in timed.seconds.values())

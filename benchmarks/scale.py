@@ -258,9 +258,10 @@ def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: i
 def table(cells: list[Cell]) -> list[str]:
     ms = lambda s: f"{s * 1000:.0f}"  # noqa: E731
     lines = ["| tasks × partitions | connections per broker | markers | lookup | liveness | "
-             "decision | EndTxn | done + cleanup | **commit** | markers land | **visible** | "
-             "InitProducerId ×N | tasks prepare | ids per node |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "decision | EndTxn | confirm (Fetch passes, marker scans) | done + cleanup | "
+             "**commit** | markers land | **visible** | InitProducerId ×N | tasks prepare | "
+             "ids per node |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in sorted(cells, key=lambda c: (c.partitions, c.tasks, c.lanes, c.cold)):
         commit = c.median("commit")
         target = (" ✅" if commit <= TARGET_S else " ❌") if (c.tasks, c.partitions) == (
@@ -272,7 +273,9 @@ def table(cells: list[Cell]) -> list[str]:
             f"{c.tasks * c.partitions:,} | "
             f"{ms(c.median('lookup'))} | {ms(c.median('liveness'))} | "
             f"{ms(c.median('decision'))} | {ms(c.median('endtxn'))} | "
-            f"{ms(c.median('done') + c.median('cleanup'))} | **{ms(commit)}**{target} | "
+            f"{ms(c.median('confirm'))} ({c.median('confirm_passes'):.0f}, "
+            f"{c.median('marker_scans'):.0f}) | "
+            f"{ms(c.median('mark_done') + c.median('cleanup'))} | **{ms(commit)}**{target} | "
             f"{ms(c.median('markers'))} | **{ms(c.median('visible'))}** | "
             f"{ms(c.init_ids_s)} | {statistics.median(c.prep_s):.1f} s | {nodes} |")
     return lines

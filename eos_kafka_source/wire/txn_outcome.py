@@ -109,7 +109,7 @@ def txn_outcomes(wire: KafkaWire, leaders: Mapping[TopicPartition, int], places:
         asking = {tp: q for tp, q in queues.items() if q.head < len(q.places)}
         if not asking:
             break
-        moved, alone = _ask(wire, asking, alone, wait_ms, out)
+        alone = _ask(wire, asking, alone, wait_ms, out)
         now = time.monotonic()
         for queue in asking.values():
             if queue.bounds is not None and queue.bounds != queue.seen:
@@ -121,8 +121,9 @@ def txn_outcomes(wire: KafkaWire, leaders: Mapping[TopicPartition, int], places:
         left_ms = int((deadline - now) * 1000)
         if left_ms <= 0:
             break
-        # Nothing settled: park one Fetch per leader until a marker lands (min_bytes=1).
-        wait_ms = 1 if moved or alone else max(1, min(WAIT_MS, left_ms))
+        # Park one Fetch per leader (min_bytes=1): Kafka answers at once where records lie
+        # below the last stable offset, else as soon as a marker moves it.
+        wait_ms = max(1, min(WAIT_MS, left_ms))
     for queue in queues.values():
         out.update(dict.fromkeys(queue.rest()))
     return out
@@ -152,13 +153,12 @@ def _budget(count: int, sharing: int) -> int:
 
 
 def _ask(wire: KafkaWire, queues: Mapping[TopicPartition, _Queue], alone: set[TopicPartition],
-         wait_ms: int, out: dict[Place, bool | None]) -> tuple[bool, set[TopicPartition]]:
+         wait_ms: int, out: dict[Place, bool | None]) -> set[TopicPartition]:
     """One pass: each partition asked at its first pending offset for :func:`_budget`
     bytes, one request per leader; a partition whose first batch did not fit (Kafka then
     answers with no records) in a request of its own, where Kafka returns that batch whole.
     Settles what the answers tell (in ``out``; a partition answering an error is left out,
-    for the caller to read its markers). Returns whether any place was settled, and the
-    partitions to ask alone next."""
+    for the caller to read its markers). Returns the partitions to ask alone next."""
     shared: dict[int, dict[TopicPartition, _Queue]] = {}
     own: list[tuple[int, dict[TopicPartition, _Queue]]] = []
     for tp, queue in queues.items():
@@ -175,7 +175,6 @@ def _ask(wire: KafkaWire, queues: Mapping[TopicPartition, _Queue], alone: set[To
             wire, leader, {tp: q.places[q.head].first for tp, q in asked.items()},
             max_bytes=max_bytes, max_wait_ms=wait_ms, isolation=READ_COMMITTED,
             total_bytes=_TOTAL_BYTES)))
-    moved = False
     again: set[TopicPartition] = set()
     for asked, request in sent:
         chunks = receive_fetch(request)
@@ -183,12 +182,12 @@ def _ask(wire: KafkaWire, queues: Mapping[TopicPartition, _Queue], alone: set[To
             chunk = chunks.get(tp)
             first = queue.places[queue.head].first
             if chunk is None or chunk.error_code:
-                queue.head, moved = len(queue.places), True  # left out: markers read instead
+                queue.head = len(queue.places)  # left out: the markers are read instead
                 continue
             queue.bounds = chunk.bounds
             lso = chunk.bounds.last_stable
             if lso < first and lso not in queue.ours:
-                queue.head, moved = len(queue.places), True  # another producer's open txn
+                queue.head = len(queue.places)  # another producer's open transaction
                 continue
             if lso <= first:
                 continue  # no marker yet: ask again
@@ -202,6 +201,5 @@ def _ask(wire: KafkaWire, queues: Mapping[TopicPartition, _Queue], alone: set[To
                 place = queue.places[i]
                 out[place] = (place.producer_id, place.first) not in aborted
                 i += 1
-            moved = moved or i > queue.head
             queue.head = i
-    return moved, again
+    return again

@@ -44,7 +44,7 @@ _LABEL = {"TOPIC": "topic", "GROUP": "group", "TRANSACTIONAL_ID": "transactional
 #: Request name -> resource kind -> operation Kafka checks (kafka/server/KafkaApis.scala).
 _OPERATION: dict[str, dict[str, str]] = {
     "Metadata": {"TOPIC": "DESCRIBE"},
-    "DescribeConfigs": {"TOPIC": "DESCRIBE_CONFIGS"},
+    "DescribeConfigs": {"TOPIC": "DESCRIBE_CONFIGS", "CLUSTER": "DESCRIBE_CONFIGS"},
     "CreateTopics": {"TOPIC": "CREATE", "CLUSTER": "CREATE"},
     "CreatePartitions": {"TOPIC": "ALTER"},
     "OffsetCommit": {"GROUP": "READ", "TOPIC": "READ"},

@@ -28,11 +28,13 @@ import pyarrow as pa
 import pytest
 from kafka.admin import (
     ACL,
+    ACLFilter,
     ACLOperation,
     ACLPermissionType,
     ACLResourcePatternType,
     KafkaAdminClient,
     ResourcePattern,
+    ResourcePatternFilter,
     ResourceType,
 )
 from pyspark.sql.types import BinaryType, StructField, StructType
@@ -49,7 +51,7 @@ from eos_kafka_source.sink.task.writer import TaskWriter
 from eos_kafka_source.source.partition_reader import read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.source.schema import kafka_schema
-from eos_kafka_source.wire import KafkaWire, create_topic
+from eos_kafka_source.wire import KafkaWire, create_topic, hanging
 from eos_kafka_source.wire.groups import fetch_offset
 from tests.brokers import KAFKA_VERSION
 from tests.kafka_helpers import write_plain
@@ -95,6 +97,8 @@ NEEDS = [
          prefixed=True),
     Need("groups-read", ("sink", "batch"), "GROUP", ".p", "READ", prefixed=True),
 ]
+#: The module cluster's transaction.max.timeout.ms (20 minutes, not Kafka's 15).
+MAX_TIMEOUT_MS = 1_200_000
 USERS = ["full", "nobody", *(f"no-{n.key}" for n in NEEDS)]
 FLAGS = {"TOPIC": "--topic", "GROUP": "--group", "TRANSACTIONAL_ID": "--transactional-id"}
 
@@ -129,7 +133,9 @@ def acl_kafka() -> Iterator[AclKafka]:
                                "authorizer.class.name":
                                    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                                "super.users": "User:ANONYMOUS",
-                               "allow.everyone.if.no.acl.found": "false"})
+                               "allow.everyone.if.no.acl.found": "false",
+                               # not Kafka's default: the hanging judge's read is seen
+                               "transaction.max.timeout.ms": str(MAX_TIMEOUT_MS)})
     with cluster:
         admin = cluster.bootstrap_servers
         prepare(admin)
@@ -330,6 +336,39 @@ def test_nobody_reads_writes_and_fences_nothing(role: str, acl_kafka: AclKafka, 
     caplog.set_level(logging.WARNING, "eos_kafka_source")
     refused(acl_kafka, role, "nobody", tmp_path, caplog)
     assert open_producers(acl_kafka, "nobody.out") == set()
+
+
+def test_the_hanging_judge_reads_the_max_timeout_with_cluster_describe_configs(
+        acl_kafka: AclKafka, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """docs/acls.md's optional CLUSTER DESCRIBE_CONFIGS: with the minimum set the judge of
+    hanging transactions takes Kafka's 15 minutes and an INFO line names the ACL; granted,
+    it reads the cluster's own transaction.max.timeout.ms."""
+    caplog.set_level(logging.INFO, "eos_kafka_source.wire.hanging")
+
+    def limit() -> int:
+        monkeypatch.setattr(hanging, "_max_timeouts", {})  # remembered per cluster
+        with KafkaWire(ClientConfig.from_options(acl_kafka.options("full"))) as wire:
+            return hanging.max_transaction_timeout_ms(wire)
+
+    assert limit() == hanging.DEFAULT_MAX_TIMEOUT_MS
+    said = [r.getMessage() for r in caplog.records if hanging.MAX_TIMEOUT_KEY in r.getMessage()]
+    assert said and "User:full may not DESCRIBE_CONFIGS the cluster" in said[0], said
+    assert "--operation DescribeConfigs --cluster" in said[0], said
+    pattern = ResourcePattern(ResourceType.CLUSTER, "kafka-cluster",
+                              ACLResourcePatternType.LITERAL)
+    grant = ACL("User:full", "*", ACLOperation.DESCRIBE_CONFIGS, ACLPermissionType.ALLOW,
+                pattern)
+    client = KafkaAdminClient(bootstrap_servers=acl_kafka.admin)
+    try:
+        assert not client.create_acls([grant])["failed"]
+        assert limit() == MAX_TIMEOUT_MS
+    finally:  # ``full`` holds exactly the documented minimum again
+        client.delete_acls([ACLFilter("User:full", "*", ACLOperation.DESCRIBE_CONFIGS,
+                                      ACLPermissionType.ALLOW, ResourcePatternFilter(
+                                          ResourceType.CLUSTER, "kafka-cluster",
+                                          ACLResourcePatternType.LITERAL))])
+        client.close()
 
 
 @pytest.mark.parametrize("user", ["nobody", "full"])

@@ -25,6 +25,8 @@ CASES = [
     (29, "Fetch in-1", None, "may not READ topic 'in'", "--operation Read --topic in  "),
     (29, "DescribeConfigs out", None, "may not DESCRIBE_CONFIGS topic 'out'",
      "--operation DescribeConfigs --topic out  "),
+    (31, "DescribeConfigs broker 2", None, "may not DESCRIBE_CONFIGS the cluster",
+     "--operation DescribeConfigs --cluster  "),
     (30, "OffsetFetch etl", None, "may not DESCRIBE group 'etl'",
      "--operation Describe --group etl  "),
     (31, "InitProducerId (idempotent)", None, "may not IDEMPOTENT_WRITE the cluster",

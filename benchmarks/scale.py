@@ -85,7 +85,7 @@ class Cell:
 
     tasks: int
     partitions: int
-    #: Connections per broker the driver may use (1: pipelined on one, as before issue 17).
+    #: Connections per broker the driver may use (1: all pipelined on one connection).
     lanes: int = spread.MAX_LANES
     #: Every repetition started with no kept connection: a query's first batch.
     cold: bool = False
@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="requests per connection before another is opened (exploring)")
     parser.add_argument("--before", default="",
                         help="task counts also measured with one connection per broker (the "
-                             "driver before issue 17), on the first partition count")
+                             "driver's single-connection baseline), on the first partition count")
     parser.add_argument("--big-reps", type=int, default=3,
                         help="repetitions of the 1,000-task cells (their preparation is long)")
     parser.add_argument("--first-batch", action="store_true",

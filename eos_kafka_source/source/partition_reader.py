@@ -153,7 +153,6 @@ class _RangeRead:
         self.leader: int | None = None
         #: Since the leader was lost: ``kafka.default.api.timeout.ms`` to find it again.
         self.lost: Deadline | None = None
-        self.attempt = 0
 
     def visible(self, wire: KafkaWire) -> Iterator[tuple[BatchHeader, memoryview, int]]:
         """The range's visible batches, each with the offset the read had reached (where
@@ -206,12 +205,10 @@ class _RangeRead:
         if isinstance(exc, KafkaProtocolError) and exc.code not in LEADER_MOVED:
             return False
         self.lost = self.lost or Deadline.of(None, wire)
-        if self.lost.expired:
+        if not self.lost.pause():
             return False
         log.warning("eoskafka source: %s-%d: %s; looking for its leader again at offset %d",
                     self.part.topic, self.part.partition, exc, self.position)
-        self.lost.backoff(self.attempt)
-        self.attempt += 1
         wire.close()  # its next request connects afresh
         self.leader = None
         return True

@@ -1,17 +1,19 @@
 """The executor-side partition reader over a fake log: compacted gaps, retention while
-reading (failOnDataLoss), batch sizing and the Arrow schema Spark checks."""
+reading (failOnDataLoss), a lost leader looked up again, batch sizing and the Arrow schema
+Spark checks."""
 
 from __future__ import annotations
 
 import pytest
 
 from eos_kafka_source.client.config import ClientConfig
-from eos_kafka_source.errors import DataLossError
+from eos_kafka_source.errors import ConnectionDroppedError, DataLossError, for_code
+from eos_kafka_source.kafka_codes import Code
 from eos_kafka_source.records import encode_batch, iter_batches
 from eos_kafka_source.records.decode import arrow_schema
 from eos_kafka_source.source import partition_reader as pr
 from eos_kafka_source.source.partitions import KafkaInputPartition
-from eos_kafka_source.wire import Bounds, TopicInfo
+from eos_kafka_source.wire import Bounds, TopicInfo, retry
 from tests.fakes.wire import FakeWire
 
 
@@ -122,3 +124,54 @@ def test_ranges_of_one_task_share_one_leader_look_up(log, monkeypatch) -> None:
     assert first == second == [0, 1, 5, 6, 9]
     assert asked == [["t"]]
     assert leaders == {("t", 0): 1, ("t", 1): 1}
+
+
+def _dropping(log: FakeLog, drops: list[BaseException]):
+    """``log``'s cursor, raising the next of ``drops`` after each batch it serves."""
+    def cursor(*args, **kw):
+        inner = log.cursor(*args, **kw)
+
+        class Cursor:
+            aborted_hints: list = []
+
+            def __iter__(self):
+                for item in inner:
+                    yield item
+                    if drops:
+                        raise drops.pop(0)
+
+        return Cursor()
+
+    return cursor
+
+
+def test_a_lost_leader_is_looked_up_again_on_the_retry_schedule(log, monkeypatch) -> None:
+    """A leader lost twice mid-read (a dropped connection, then NOT_LEADER_OR_FOLLOWER):
+    Metadata is asked again each time, the read goes on where it was (no record twice),
+    pausing on the one schedule (50 ms, then 100 ms)."""
+    asked: list[list[str]] = []
+    sleeps: list[float] = []
+
+    def metadata(_w, topics):
+        asked.append(topics)
+        return {"t": TopicInfo("t", {0: 1})}
+
+    monkeypatch.setattr(pr, "fetch_metadata", metadata)
+    monkeypatch.setattr(pr, "LogCursor", _dropping(log, [
+        ConnectionDroppedError("gone"), for_code(Code.NOT_LEADER_OR_FOLLOWER)("Fetch t-0")]))
+    monkeypatch.setattr(retry.time, "sleep", sleeps.append)
+    assert offsets(part(0, 10)) == [0, 1, 5, 6, 9]
+    assert asked == [["t"]] * 3
+    assert sleeps == [pytest.approx(0.05), pytest.approx(0.1)]
+
+
+def test_a_lost_leader_past_the_deadline_ends_the_read(log, monkeypatch) -> None:
+    """No leader found again within ``kafka.default.api.timeout.ms``: the read fails with
+    the error that lost it, without a pause."""
+    sleeps: list[float] = []
+    monkeypatch.setattr(pr, "LogCursor", _dropping(log, [ConnectionDroppedError("gone")]))
+    monkeypatch.setattr(retry.time, "sleep", sleeps.append)
+    expired = KafkaInputPartition("t", 0, 0, 10, ClientConfig(("fake:9092",), api_timeout_ms=0))
+    with pytest.raises(ConnectionDroppedError, match="gone"):
+        offsets(expired)
+    assert sleeps == []

@@ -248,12 +248,16 @@ chaos: setup
 ## crashed query, a failed batch write rerun with a fixed prefix, ids expiring while the
 ## driver is down, a start during a broker outage, Kafka's own abort tool on a decided
 ## transaction (recovery's read of the log cut once), a rewound checkpoint (refused by name,
-## then restored), a failing decision store, a changed prefix; one of each (SOAK=N for a
-## soak; CHAOS_OPERATOR_FAULTS=N: N kinds the seed picks).
+## then restored), a failing decision store, a changed prefix, a commit whose marker is
+## slow (an output leader paused during EndTxn); one of each (SOAK=N for a soak;
+## CHAOS_OPERATOR_FAULTS=N: N kinds the seed picks; CHAOS_OPERATOR_KINDS=a,b: only these,
+## one of each, e.g. CHAOS_OPERATOR_KINDS=slow_marker).
 ## CHAOS_OPERATOR_DEADLINE (default CHAOS_DEADLINE) bounds it.
 CHAOS_OPERATOR_DEADLINE ?= $(CHAOS_DEADLINE)
+CHAOS_OPERATOR_KINDS ?=
 chaos-operator: kafka-jars
 	SOAK=$(SOAK) $(PY) -m tests.chaos --broker kafka --operator \
+	  $(if $(CHAOS_OPERATOR_KINDS),--only $(CHAOS_OPERATOR_KINDS)) \
 	  $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) \
 	  $(if $(CHAOS_OPERATOR_FAULTS),--faults $(CHAOS_OPERATOR_FAULTS)) \
 	  $(if $(CHAOS_OPERATOR_DEADLINE),--deadline $(CHAOS_OPERATOR_DEADLINE))

@@ -87,10 +87,6 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if (args.operator or args.failover) and args.broker != "kafka":
         p.error("--operator and --failover need --broker kafka")
-    if args.faults is None:
-        short = (len(OPERATOR_KINDS) if args.operator else FAILOVER_FAULTS if args.failover
-                 else SHORT[args.broker])
-        args.faults = short if soak in ("", "short") else int(soak)
     kinds = (OPERATOR_KINDS if args.operator else KAFKA_KINDS) if args.broker == "kafka" \
         else KINDS
     allowed = KAFKA_KINDS + OPERATOR_KINDS if args.broker == "kafka" else KINDS
@@ -99,6 +95,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"--only: unknown kind(s) {sorted(unknown)} on {args.broker}; "
                 f"kinds are {', '.join(allowed)}")
     args.kinds = tuple(args.only.split(",")) if args.only else kinds
+    if args.faults is None:  # the operator round: one of each kind it runs
+        short = (len(args.kinds) if args.operator else FAILOVER_FAULTS if args.failover
+                 else SHORT[args.broker])
+        args.faults = short if soak in ("", "short") else int(soak)
     if args.failover:
         args.kinds = (FAILOVER_KIND,)
     return args

@@ -47,6 +47,8 @@ OPERATOR_KINDS = ("reset_checkpoint", "restart_changed_options", "fence_crashed"
 ID_EXPIRATION_MS = 10_000
 BATCH_TOPIC, BATCH_ROWS = "chaos-batch", 200
 _EXIT_S = 120.0
+#: The driver's WARNING when a late marker's partition is judged not hanging, and waited for.
+_JUDGED_WAITING = "not hanging as kafka-transactions.sh find-hanging judges it"
 
 
 def committed_end_offsets(checkpoint: Path, decided: set[int]) -> str | None:
@@ -338,7 +340,7 @@ class OperatorChaos(KafkaChaos):
         partition = self.rng.randrange(self.cfg["output_partitions"])
         node = self._leader(self.cfg["output"], partition)
         paused_s = round(self.rng.uniform(3, 8), 2)
-        before = self._own_aborts()
+        before, waits = self._own_aborts(), self._said(_JUDGED_WAITING)
         base, _ = self._arm("commit.before_endtxn", "block")
         landed = self._wait_blocked(base) is not None
         proc = self.kafka.node(node).proc
@@ -351,7 +353,12 @@ class OperatorChaos(KafkaChaos):
             os.kill(proc.pid, signal.SIGCONT)
         self.wait_replicated()
         aborted = self._own_aborts() - before
-        outcome = ("ABORTED BY EOSKAFKA" if aborted else "waited for the marker") + (
+        judged = self._said(_JUDGED_WAITING) > waits
+        # A marker late past the driver's first check (2 s) is judged, and must be waited
+        # for; a commit whose requests simply block through the pause never asks.
+        outcome = ("ABORTED BY EOSKAFKA" if aborted
+                   else "waited for the marker, judged not hanging" if judged
+                   else "committed, no marker late past the judge's first check") + (
             "" if landed else " (the hold did not land: paused at a random moment)")
         self._note("slow_marker", outcome)
         self.log.add("slow_marker", f"node {node}, leader of {self.cfg['output']}-{partition}, "
@@ -360,9 +367,12 @@ class OperatorChaos(KafkaChaos):
 
     def _own_aborts(self) -> int:
         """ABORT markers the driver wrote itself to a hanging partition, as its log says."""
+        return self._said("ended it with an ABORT marker")
+
+    def _said(self, text: str) -> int:
+        """How often the driver's log holds ``text`` (its WARNING lines are always there)."""
         log = self.work / "driver.log"
-        text = log.read_text(errors="replace") if log.exists() else ""
-        return text.count("ended it with an ABORT marker")
+        return (log.read_text(errors="replace") if log.exists() else "").count(text)
 
 
 def operator_rows(verdict: Any, chaos: OperatorChaos, bootstrap: str) -> None:

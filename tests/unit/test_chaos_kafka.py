@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from tests.chaos.__main__ import schedule
+from tests.chaos.__main__ import _args, schedule
 from tests.chaos.kafka_faults import (
     KAFKA_KINDS,
     WEIGHTS,
@@ -24,6 +24,17 @@ def test_a_soak_of_50_has_every_kind_and_enough_coordinator_kills() -> None:
     assert counts["coordinator_kill"] >= 12
     kinds = schedule(random.Random(1), 50, KAFKA_KINDS, WEIGHTS)
     assert sorted(kinds) == sorted(k for k, n in counts.items() for _ in range(n))
+
+
+def test_the_operator_round_runs_one_of_each_kind_it_names(monkeypatch) -> None:
+    """``make chaos-operator CHAOS_OPERATOR_KINDS=slow_marker``: that kind once, not eleven
+    times; unnamed, one of each of the eleven; CHAOS_OPERATOR_FAULTS picks that many."""
+    monkeypatch.delenv("SOAK", raising=False)
+    one = _args(["--broker", "kafka", "--operator", "--only", "slow_marker"])
+    assert (one.faults, one.kinds) == (1, ("slow_marker",))
+    every = _args(["--broker", "kafka", "--operator"])
+    assert every.faults == len(every.kinds) == 11
+    assert _args(["--broker", "kafka", "--operator", "--faults", "5"]).faults == 5
 
 
 def test_the_short_round_is_one_of_each_kind() -> None:

@@ -19,7 +19,7 @@ from eos_kafka_source.errors import (
     TransactionalIdAuthorizationFailedError,
 )
 from eos_kafka_source.kafka_codes import Code
-from eos_kafka_source.sink.driver import committer, confirming, txn_log
+from eos_kafka_source.sink.driver import confirming, txn_log
 from eos_kafka_source.sink.driver.committer import finish, liveness
 from eos_kafka_source.sink.driver.txn_log import LogOutcome
 from eos_kafka_source.sink.recall import forget_all
@@ -32,7 +32,6 @@ C = Code
 @pytest.fixture
 def kafka(monkeypatch) -> FakeKafka:
     fake = FakeKafka()
-    monkeypatch.setattr(committer, "read_transaction", fake.read_transaction)
     monkeypatch.setattr(txn_log, "read_transaction", fake.read_transaction)
     forget_all()
     yield fake
@@ -100,6 +99,29 @@ def test_refused_commit_without_a_marker_stays_unknown_to_the_deadline(kafka) ->
     kafka.script("ReadLog", "t-0", *[LogOutcome.UNKNOWN] * 50)
     report = finish(kafka.wire(), [handoff], commit=True, deadline_s=0.3)
     assert _sorted(report) == (0, 0, 1) and "PRODUCER_FENCED" in report.unknown[0][1]
+
+
+def test_a_refused_commit_reads_an_unreadable_log_again(kafka: FakeKafka) -> None:
+    """The log cannot be read at first (its leader just died), then answers COMMIT: read
+    again in place (the shared unreadable-log retry), done, the EndTxn not sent again."""
+    handoff = kafka.open_txn("t-0")
+    kafka.script("EndTxn", "t-0", Applied(C.PRODUCER_FENCED))
+    kafka.script("ReadLog", "t-0", ConnectionDroppedError("leader gone"))
+    wire = kafka.wire()
+    report = finish(wire, [handoff], commit=True, deadline_s=5)
+    assert _sorted(report) == (1, 0, 0)
+    assert len(kafka.calls("EndTxn")) == 1
+    assert wire.closed >= 1  # the next read looked the leaders up again
+
+
+def test_a_refused_commit_whose_log_stays_unreadable_is_unknown(kafka: FakeKafka) -> None:
+    """Never lost for a log that cannot be read: unknown at the deadline, saying why."""
+    handoff = kafka.open_txn("t-0")
+    kafka.script("EndTxn", "t-0", *[Applied(C.PRODUCER_FENCED)] * 50)
+    kafka.script("ReadLog", "t-0", *[ConnectionDroppedError("leader gone")] * 500)
+    report = finish(kafka.wire(), [handoff], commit=True, deadline_s=0.3)
+    assert _sorted(report) == (0, 0, 1)
+    assert "PRODUCER_FENCED" in report.unknown[0][1] and "leader gone" in report.unknown[0][1]
 
 
 def test_a_fenced_transaction_really_aborted_is_lost(kafka: FakeKafka) -> None:

@@ -18,7 +18,7 @@ from eos_kafka_source.errors import (
 from eos_kafka_source.kafka_codes import Code
 from eos_kafka_source.sink.decisions.log import DecisionLog
 from eos_kafka_source.sink.decisions.states import State
-from eos_kafka_source.sink.driver import committer, txn_log
+from eos_kafka_source.sink.driver import txn_log
 from eos_kafka_source.sink.driver.protocol import DriverProtocol
 from eos_kafka_source.sink.naming import TransactionalIdFactory
 from eos_kafka_source.sink.recall import forget_all
@@ -53,8 +53,7 @@ class Sink:
 @pytest.fixture
 def sink(tmp_path: Path, monkeypatch) -> Sink:
     kafka = FakeKafka()
-    for module in (committer, txn_log):
-        monkeypatch.setattr(module, "read_transaction", kafka.read_transaction)
+    monkeypatch.setattr(txn_log, "read_transaction", kafka.read_transaction)
     forget_all()
     made = Sink(kafka, tmp_path)
     made.driver.prepare(new_run=True)

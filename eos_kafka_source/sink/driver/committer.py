@@ -51,7 +51,7 @@ from ...wire import KafkaWire, ProducerIdentity, end_txns, find_coordinators, ve
 from ...wire.retry import Deadline
 from ...wire.txn import EndTxnOutcome, coordinator_answers
 from ..handoff import TxnHandoff
-from .txn_log import LogOutcome, read_transaction
+from .txn_log import LogOutcome, read_log
 
 log = logging.getLogger(__name__)
 
@@ -185,9 +185,13 @@ def _sort(wire: KafkaWire, outcome: EndTxnOutcome, drops: dict[str, int]) -> Act
 def _from_log(wire: KafkaWire, handoff: TxnHandoff, outcome: EndTxnOutcome,
               deadline: Deadline, report: FinishReport) -> tuple[Action, str]:
     """A refused commit's verdict, read from the transaction's partitions: DONE, REFUSED,
-    or REFIND while no marker says (ask again)."""
-    found = read_transaction(wire, handoff,
-                             deadline_s=max(min(10.0, deadline.left()), 0.5))
+    or REFIND while no marker says (ask again). A log that cannot be read now is read
+    again (:func:`.txn_log.read_log`), within this round's share of the deadline; still
+    unreadable, the outcome stays unknown (REFIND), never lost."""
+    try:
+        found = read_log(wire, handoff, deadline_s=max(min(10.0, deadline.left()), 1.0))
+    except TransactionOutcomeUnknownError as exc:
+        return Action.REFIND, f"{outcome.error}; {exc}"
     said = f"{outcome.error}; the log: {found.why}"
     if found.outcome is LogOutcome.COMMITTED:
         log.warning("eoskafka: %s was refused but had committed (%s)",

@@ -16,9 +16,10 @@ committed or aborted, the log no longer tells; while it may still be open: not k
 
 The same scan gives the records an aborted partition holds, which recovery copies
 (invariant 10, :mod:`.recovery`). Every driver path that decides from the log (the live
-commit's confirmation, roll-forward, recovery's plan and its copies' outcomes) reads it
-through :func:`read_log`: a log that cannot be read now (a leader killed a moment ago, its
-partition not yet moved) is read again until ``kafka.default.api.timeout.ms`` has passed.
+commit's confirmation, a refused commit's verdict, roll-forward, recovery's plan and its
+copies' outcomes) reads it through :func:`read_log`: a log that cannot be read now (a
+leader killed a moment ago, its partition not yet moved) is read again until
+``kafka.default.api.timeout.ms`` has passed.
 Runs on: the driver (commit worker, planning worker's roll-forward).
 """
 

@@ -87,6 +87,24 @@ def _assert_exactly_once(bootstrap: str, topic: str, batches: list[pa.RecordBatc
         f"extra {sum((java - expected).values())}")
 
 
+def _create_led_by(kafka: KafkaCluster, topic: str, leaders: dict[int, int]) -> dict[int, int]:
+    """A topic with a replica on every node whose partition ``p`` is led by ``leaders[p]``: a
+    new partition's leader is the first in-sync replica of its assignment, and the ``kafka``
+    fixture leaves every node in sync. Returns the leaders once metadata names them."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    nodes = [n.node_id for n in kafka.nodes]
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    try:
+        admin.create_topics([NewTopic(topic, replica_assignments={
+            p: [leader, *(n for n in nodes if n != leader)] for p, leader in leaders.items()})])
+    finally:
+        admin.close()
+    return until(lambda: _leaders(kafka.bootstrap_servers, topic), lambda got: got == leaders,
+                 what=f"{topic}'s leaders as assigned", timeout_s=30)
+
+
 def _leaders(bootstrap: str, topic: str) -> dict[int, int]:
     with _wire(bootstrap) as wire:
         from eos_kafka_source.wire import require_topics
@@ -295,12 +313,15 @@ def test_recovery_reads_again_a_partition_whose_leader_is_dead(
     )
 
     bootstrap = kafka.bootstrap_servers
-    _create(bootstrap, unique, 2)
-    leaders = _leaders(bootstrap, unique)
-    with _wire(bootstrap) as wire:  # the copy's coordinator on a node that leads neither
-        # partition: a dead coordinator would hold the EndTxn until the leader had moved too
-        prefix = next(p for p in (f"{unique}-{i}" for i in range(50))
-                      if find_coordinator(wire, f"{p}-recovery") not in leaders.values())
+    prefix = unique
+    with _wire(bootstrap) as wire:
+        coordinator = find_coordinator(wire, f"{prefix}-recovery")
+    # The copy's coordinator on a node that leads neither partition (a dead coordinator would
+    # hold the EndTxn until the leader had moved too), placed so rather than searched for:
+    # after the module's earlier kills, leadership crowds on the nodes that stayed up, and the
+    # coordinators found then all sat on a node leading one of the two partitions.
+    first, second = (n.node_id for n in kafka.nodes if n.node_id != coordinator)
+    leaders = _create_led_by(kafka, unique, {0: first, 1: second})
     sink = Harness(bootstrap, unique, prefix, tmp_path / "ckpt")
     sink.driver.prepare(new_run=True)
     lose_task_1(sink, faults, tmp_path, then="recover.after_record=raise")

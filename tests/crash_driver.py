@@ -1,4 +1,4 @@
-"""A real driver for the crash-point sweep (tests/broker/test_crash_points.py, issue 22).
+"""A real driver for the crash-point sweep (tests/broker/test_crash_points.py).
 
 Plays Spark around the sink's own Spark-facing writer (``EosKafkaStreamWriter``): it
 writes ``<checkpoint>/offsets/N`` before a batch (as Spark's offset log does), builds the

@@ -1,5 +1,5 @@
-"""The streaming abort mark is cleared by the restart, whatever the restart knows (issue 22
-finding 5). The abort marks its batch on the broker before fencing, so a late task writes
+"""The streaming abort mark is cleared by the restart, whatever the restart knows.
+The abort marks its batch on the broker before fencing, so a late task writes
 nothing (claims.py); the restart clears the mark after its own fencing. Before the fix it
 did so only when its planning worker could read the query id: on a checkpoint scheme
 ``query_id_at`` cannot read (``dbfs:/``) every replayed task refused, on every restart.

@@ -1,4 +1,4 @@
-"""Least-privilege ACLs on Kafka's StandardAuthorizer (issue 16, docs/design.md invariant 11).
+"""Least-privilege ACLs on Kafka's StandardAuthorizer (docs/design.md invariant 11).
 
 One Kafka node for the module with ``allow.everyone.if.no.acl.found=false`` and a
 SASL/PLAIN listener with one user per case: ``full`` holds exactly the ACLs

@@ -1,4 +1,4 @@
-"""Cells of the availability harness (issue 16, ``make availability``) on 3-node Kafka.
+"""Cells of the availability harness (``make availability``) on 3-node Kafka.
 
 Each case is one (fault kind, moment) of the harness's schedule reduced to the call at
 risk; a case the harness found failing says so and what failed before the fix. Short

@@ -61,9 +61,9 @@ def _committed(bootstrap: str, topic: str) -> Counter[bytes]:
 
 def test_a_write_its_abort_finished_says_so_and_the_next_write_is_told_once(
         bootstrap: str, unique: str, tmp_path, faults, monkeypatch) -> None:  # noqa: ANN001
-    """Issue 22 finding 3a. Before the fix: abort() rolled the decision forward silently,
-    the write failed, and the next write with the same decisionLogLocation was not told:
-    a rerun wrote every row twice."""
+    """A batch write's abort after its decision. Before the fix: abort() rolled the decision forward
+    silently, the write failed, and the next write with the same decisionLogLocation was not told: a
+    rerun wrote every row twice."""
     from eos_kafka_source.errors import PreviousWriteCompletedError, WriteCommittedError
 
     create_topic(bootstrap, unique, partitions=2)
@@ -88,7 +88,7 @@ def test_a_write_its_abort_finished_says_so_and_the_next_write_is_told_once(
 
 def test_without_a_log_an_interrupted_commit_is_finished_not_aborted(
         bootstrap: str, unique: str, faults, monkeypatch) -> None:  # noqa: ANN001
-    """Issue 22 finding 3b. commit() sent the first EndTxn commit and failed before the
+    """commit() sent the first EndTxn commit and failed before the
     second. Before the fix abort() aborted the second: half the write committed."""
     from eos_kafka_source.errors import WriteCommittedError
 
@@ -108,7 +108,7 @@ def test_without_a_log_an_interrupted_commit_is_finished_not_aborted(
 
 def test_without_a_log_an_unknown_outcome_is_reported_and_never_aborted(
         bootstrap: str, unique: str, faults, monkeypatch) -> None:  # noqa: ANN001
-    """Issue 22 finding 3b: the abort cannot reach the coordinators either; the second
+    """Half committed, and the abort cannot reach the coordinators either; the second
     transaction's outcome is unknown. Before the fix abort() aborted what it could and said
     nothing of the sort; now it says the outcome is unknown and leaves it to Kafka. A later
     abort that reaches Kafka finishes the commit."""

@@ -1,4 +1,4 @@
-"""The prefix claim says where its decision log is (issue 30 finding 3, invariant 15).
+"""The prefix claim says where its decision log is (invariant 15).
 
 A decision log on a driver's local disk is lost with that host. A driver started on
 another host, with the same checkpoint path and prefix, finds a fresh log there: before

@@ -1,4 +1,4 @@
-"""Finding 9 of issue 22: a sink writing a ``topic`` column (no ``topic`` option) claims its
+"""A sink writing a ``topic`` column (no ``topic`` option) claims its
 transactional-id prefix too (invariant 7), at its first commit, on a topic it wrote."""
 
 from __future__ import annotations

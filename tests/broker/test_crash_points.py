@@ -1,4 +1,4 @@
-"""The crash-point sweep on Apache Kafka (docs/design.md, invariants 12 and 14; issue 22).
+"""The crash-point sweep on Apache Kafka (docs/design.md, invariants 12 and 14).
 
 For every registered crash point (eos_kafka_source/sink/driver/crash_points.py) a real driver
 process (tests/crash_driver.py) is SIGKILLed at that point, in a scenario that reaches it;

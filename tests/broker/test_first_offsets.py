@@ -1,4 +1,4 @@
-"""Finding 10 of issue 22: a hand-off never lacks the first offset of a partition it wrote.
+"""A hand-off never lacks the first offset of a partition it wrote.
 
 The first offset is where the transaction's outcome is read from the log (invariant 9);
 without it the outcome stays UNKNOWN forever. A Produce answer may carry none: Tansu

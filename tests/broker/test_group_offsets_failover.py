@@ -1,7 +1,7 @@
 """A group offset read right after its coordinator moved (5-node Apache Kafka).
 
 eoskafka keeps prefix claims and batch-abort marks in group offsets (wire/groups.py), so a
-read must return the last acknowledged commit. Found by CI (issue 16): right after the group
+read must return the last acknowledged commit. Found by CI: right after the group
 coordinator was killed, a read returned an older value. Kafka 4's group coordinator answers
 a plain OffsetFetch from its state at the partition's high watermark, and a new leader's
 watermark lags the records it holds until every in-sync follower has fetched from it.

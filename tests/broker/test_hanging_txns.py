@@ -1,4 +1,4 @@
-"""Hanging transactions (KIP-664) on Apache Kafka: issue 30, finding 10.
+"""Hanging transactions (KIP-664) on Apache Kafka.
 
 Seen on 4.4.0 after coordinator and leader kills: a decided transaction was CompleteCommit
 at its coordinator and had its COMMIT marker in one output partition, but not in the

@@ -1,4 +1,4 @@
-"""Findings 8b and 8c of issue 22: every id a killed run left open is fenced at the next
+"""Every id a killed run left open is fenced at the next
 start (invariant 5), even after a change of ``transactionalIdPrefix`` or past a gap of
 unused ids. The "kill" is a task whose transaction is neither committed nor aborted."""
 
@@ -23,7 +23,7 @@ def _open_on_topic(bootstrap: str, topic: str) -> int:
 
 def test_a_changed_prefix_fences_the_old_prefix_too(bootstrap: str, unique: str,
                                                     tmp_path: Path) -> None:
-    """Finding 8b: a query killed with open transactions on prefix A, restarted with prefix
+    """A query killed with open transactions on prefix A, restarted with prefix
     B: A's ids must be fenced at the restart, not left to Kafka's transaction timeout."""
     create_topic(bootstrap, unique, partitions=2)
     old = Harness(bootstrap, unique, f"{unique}-a", tmp_path / "ckpt")
@@ -63,7 +63,7 @@ def test_a_changed_prefix_in_the_same_run_fences_the_old_prefix(bootstrap: str, 
     "row, so ids past a longer gap stay open (nothing on Tansu times them out)"))
 def test_ids_past_a_gap_of_unused_ids_are_fenced(bootstrap: str, unique: str,
                                                  tmp_path: Path) -> None:
-    """Finding 8c: a killed batch of 20 tasks where tasks 10-14 never started: the probe
+    """A killed batch of 20 tasks where tasks 10-14 never started: the probe
     beyond the pool (size 10) stopped at 4 unused ids in a row and left 15-19 open.
     ListTransactions (KIP-664) finds every open transaction under the prefix."""
     _gap_of_unused_ids(bootstrap, unique, tmp_path)

@@ -1,4 +1,4 @@
-"""A live commit is confirmed from the log (issue 30; docs/design.md invariant 9).
+"""A live commit is confirmed from the log (docs/design.md invariant 9).
 
 EndTxn's NONE does not prove a commit: Kafka's ``kafka-transactions.sh abort`` writes an
 ABORT marker straight to one partition while the coordinator still holds the transaction
@@ -53,10 +53,10 @@ def _tool_abort(sink: Harness, *places: tuple[str, int, int]) -> None:
 def test_an_operator_abort_during_a_live_commit_is_copied_before_it_returns(
         sink: Harness, faults, tmp_path: Path, caplog: pytest.LogCaptureFixture,
         monkeypatch: pytest.MonkeyPatch, partition_bytes: int | None) -> None:
-    """Finding 1. Before (Kafka 4.4): the commit answered NONE everywhere and reported
-    success with the aborted partition's rows missing (oracle: 100 of 230 rows absent).
-    Now the partitions' outcome is read back after EndTxn, and the aborted one is copied
-    from the log before commit() returns. ``batch-alone``: no first batch fits the
+    """An operator's abort of one partition behind NONE. Before (Kafka 4.4): the commit answered
+    NONE everywhere and reported success with the aborted partition's rows missing (oracle: 100 of
+    230 rows absent). Now the partitions' outcome is read back after EndTxn, and the aborted one is
+    copied from the log before commit() returns. ``batch-alone``: no first batch fits the
     per-partition bytes, so each partition is asked again in a request of its own."""
     from eos_kafka_source.wire import txn_outcome
 
@@ -82,7 +82,7 @@ def test_an_operator_abort_during_a_live_commit_is_copied_before_it_returns(
 
 def test_every_decided_transaction_aborted_fails_the_batch_to_replay(
         sink: Harness, faults, tmp_path: Path) -> None:
-    """Finding 6. Both decided transactions fenced after the decision: nothing of the batch
+    """Both decided transactions fenced after the decision: nothing of the batch
     committed, the decision is withdrawn and the batch fails to be replayed. Before: an
     AttributeError (``_raise_if_too_long``) instead of that error."""
     handoffs = [sink.task(p, vals(f"b0t{p}")) for p in range(2)]
@@ -102,9 +102,9 @@ def test_every_decided_transaction_aborted_fails_the_batch_to_replay(
 
 def test_a_tool_abort_of_every_partition_is_not_reported_as_success(
         sink: Harness, faults, tmp_path: Path) -> None:
-    """Findings 1 and 6 together: ``kafka-transactions abort`` on every partition of the
-    only decided transaction. Before: success reported, nothing written. Now the batch
-    fails (nothing committed) and its replay writes every row once."""
+    """An operator's abort behind NONE that leaves nothing committed: ``kafka-transactions abort``
+    on every partition of the only decided transaction. Before: success reported, nothing written.
+    Now the batch fails (nothing committed) and its replay writes every row once."""
     handoffs = [sink.task(0, vals("wide", 200))]
     error = _paused_commit(sink, handoffs, faults, tmp_path,
                            lambda: _tool_abort(sink, *handoffs[0].first_offsets))

@@ -219,7 +219,7 @@ def test_the_identity_provider_is_real(oidc: OidcServer) -> None:
 
 def test_sign_in_keeps_the_cached_token_while_the_identity_provider_is_down(
         oauth_kafka: OAuthKafka) -> None:
-    """Issue 30, finding 7: the token endpoint fails from before the refresh time on. New
+    """The token endpoint fails from before the refresh time on. New
     connections still sign in with the cached token (Kafka accepts it: it is valid; the
     backoff's bound is tests/unit/test_oauth_refresh.py's); once the token has
     expired, sign-in fails naming the provider's failure. Before: the first connection

@@ -1,6 +1,6 @@
 """One broker of three is down: every request that any broker can answer goes to a live one.
 
-Issue 30 finding 11 (a failover check on Kafka 4.3.1): the coordinator (node 3) was
+Seen in a failover check on Kafka 4.3.1: the coordinator (node 3) was
 killed, and the next micro-batch's ``streamWriter()`` failed with
 ``[EOSKAFKA_CONNECTION_DROPPED] Metadata: could not connect to broker ... (node 3)``; Spark
 ended the query. Metadata, FindCoordinator and the other cluster-wide requests can be

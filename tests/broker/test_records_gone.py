@@ -1,4 +1,4 @@
-"""A decided transaction whose records and marker the log no longer holds (issue 30, finding 5).
+"""A decided transaction whose records and marker the log no longer holds.
 
 Retention or DeleteRecords past a transaction's marker leaves nothing to say whether it
 committed. The roll-forward must not wait for a marker that will never come: once the

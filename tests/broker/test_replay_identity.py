@@ -1,4 +1,4 @@
-"""A replay must be the batch it replays (issue 22 finding 4, invariant 13).
+"""A replay must be the batch it replays (invariant 13).
 
 Deleting ``<checkpoint>/offsets/N`` and ``commits/N`` makes Spark plan batch N again over
 another range. Measured on Kafka 4.3.1 before the fix: the DONE decision for N made the
@@ -77,7 +77,7 @@ def test_same_offsets_other_rows_is_still_a_replay(
 
 def test_unknown_offsets_and_an_equal_count_are_refused_not_taken_for_a_replay(
         bootstrap: str, unique: str, tmp_path: Path) -> None:
-    """Issue 30 finding 4: where offsets/N could not be read, the record count stood for the
+    """Where offsets/N could not be read, the record count stood for the
     batch. The default read bound splits a cap over partitions by backlog, so a rewound
     batch 0 re-planned as p0:75/p1:25 instead of 50/50 has the same total: before the fix
     it was aborted as a replay and success reported (25 rows of p0 never written). Now it is

@@ -1,6 +1,6 @@
 """The driver's EndTxns while the transaction coordinator dies or moves (3-node Apache Kafka).
 
-Issue 10 item 1: an EndTxn whose answer is NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a
+An EndTxn whose answer is NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a
 dropped connection or a timeout has an unknown outcome (the coordinator may have written
 PrepareCommit; the next one then completes the commit). The driver looks the coordinator
 up again and retries; it never turns "unknown" into "nothing committed". Each case stops
@@ -124,14 +124,13 @@ def _commit_losing_answers(kafka3: KafkaCluster, h: Harness, handoffs: list, fau
 
 def test_endtxns_spread_over_connections_and_every_node(kafka3, sink: Harness,
                                                          monkeypatch) -> None:
-    """Issue 17 (first in the module: the fresh cluster's coordinators are spread; later
-    cases' kills crowd them onto the nodes that stayed up): the driver's EndTxns go over
-    several connections to each coordinator at once (one connection serves one request at a
-    time: 1,000 pipelined EndTxns were 1,000 replication waits in a row). Transactions
-    whose coordinators are on several nodes commit; EndTxns sent to a node that is not
-    their coordinator answer NOT_COORDINATOR on connections they share with other
-    transactions' EndTxns, and only they are unknown: the others are committed, and the
-    committer looks the moved ones up again."""
+    """Many EndTxns at once (first in the module: the fresh cluster's coordinators are spread; later
+    cases' kills crowd them onto the nodes that stayed up): the driver's EndTxns go over several
+    connections to each coordinator at once (one connection serves one request at a time: 1,000
+    pipelined EndTxns were 1,000 replication waits in a row). Transactions whose coordinators are on
+    several nodes commit; EndTxns sent to a node that is not their coordinator answer
+    NOT_COORDINATOR on connections they share with other transactions' EndTxns, and only they are
+    unknown: the others are committed, and the committer looks the moved ones up again."""
     monkeypatch.setattr(spread, "REQUESTS_PER_LANE", 3)  # lanes for 30 txns, not 1,000
     tasks = 30
     handoffs = [sink.task(p, vals(f"spread{p}", 3)) for p in range(tasks)]
@@ -168,9 +167,9 @@ def test_endtxns_spread_over_connections_and_every_node(kafka3, sink: Harness,
 ])
 def test_coordinator_killed_or_moved_mid_commit(kafka3, sink: Harness, faults, tmp_path,
                                                 how: str, point: str, which: int) -> None:
-    """Today's code (before issue 10) gave up after three dropped connections in 0.3 s, or
-    retried NOT_COORDINATOR at the old node for 60 s, then voided the decision or called
-    the transactions LOST: the batch failed although nothing was lost."""
+    """Before EndTxn outcomes were kept unknown, the driver gave up after three dropped
+    connections in 0.3 s, or retried NOT_COORDINATOR at the old node for 60 s, then voided the
+    decision or called the transactions LOST: the batch failed although nothing was lost."""
     handoffs = [sink.task(p, vals(f"{how}{p}")) for p in range(2)]
     tid = handoffs[which].transactional_id
     victim = _coordinator(sink, tid)

@@ -1,6 +1,6 @@
 """The decision log on an object store (``s3://`` on a local moto S3 server) through a
 driver kill: the decision written there before the first EndTxn is what the restarted
-driver rolls forward (issue 10 item 8), and through a store that fails a write (an
+driver rolls forward, and through a store that fails a write (an
 operator fault, invariant 12). Checkpoints are often on S3; pyarrow's S3 filesystem is
 what the decision log uses for them. The file layer's own cases on S3 (create-only-if-
 absent between two drivers, tokens, format): tests/unit/test_decision_log.py.

@@ -1,4 +1,4 @@
-"""Transactional ids that expire while the driver is down (issue 15, finding 2).
+"""Transactional ids that expire while the driver is down.
 
 Kafka forgets a transactional id idle longer than ``transactional.id.expiration.ms`` (7 days
 by default; 2 s on this test broker). A driver that died after its EndTxns but before

@@ -1,7 +1,7 @@
 """Exactly-once through a query's whole life: what users and operators do between runs.
 
-Issue 15 (docs/design.md invariant 8-12). The fault suite kills processes; these cases do what
-people do: reset a checkpoint and start again with the same options, rerun a failed batch
+The fault suite kills processes; these cases do what people do (docs/design.md invariant
+8-12): reset a checkpoint and start again with the same options, rerun a failed batch
 write with a fixed prefix, run ``eoskafka fence`` on a crashed query, finish a recovery
 interrupted by a crash. Each one failed on Apache Kafka before its fix (noted per test).
 TaskWriter plays the tasks and DriverProtocol the driver (tests/sink_harness.py); the
@@ -189,7 +189,7 @@ def _stream_task(writer: EosKafkaStreamWriter, task: int, batch: int, lineage: s
 @pytest.mark.parametrize("restart", ["new-process", "same-session"])
 def test_a_late_task_of_an_aborted_streaming_batch_leaves_nothing_open(
         bootstrap: str, unique: str, tmp_path: Path, restart: str) -> None:
-    """Issue 16, availability finding 1 (``kill`` at ``start``): a query stopped mid-batch.
+    """Found by the availability harness (``kill`` at ``start``): a query stopped mid-batch.
     Spark's abort fenced the id pool, then a task slowed by the dead broker initialised its id
     and wrote: its transaction stayed open (every read_committed reader of the output stalled)
     until the query started again or the transaction timed out, and a query stopped for good
@@ -220,7 +220,7 @@ def test_a_late_task_of_an_aborted_streaming_batch_leaves_nothing_open(
 
 def test_batch_write_fenced_before_commit_writes_nothing(
         bootstrap: str, unique: str) -> None:
-    """Finding 1: a batch write committed with no liveness check. One task's transaction
+    """A batch write committed with no liveness check. One task's transaction
     aborted by Kafka before the commit (its timeout, or a fence; the same epoch bump) left
     the other committed and the write failed: a rerun duplicated the committed part."""
     create_topic(bootstrap, unique, partitions=2)
@@ -239,7 +239,7 @@ def test_batch_write_fenced_before_commit_writes_nothing(
 
 def test_batch_write_with_a_decision_log_finishes_a_crashed_write_before_the_rerun(
         bootstrap: str, unique: str, tmp_path: Path, faults) -> None:
-    """Finding 1: the driver died between two EndTxns of a batch write (half committed).
+    """The driver died between two EndTxns of a batch write (half committed).
     With decisionLogLocation the decision is durable: the next write with that location
     completes the crashed one before any of its tasks start, and says so once, loudly,
     instead of letting a rerun duplicate it."""
@@ -285,9 +285,9 @@ def _wire(bootstrap: str):  # noqa: ANN202
 
 def test_abort_after_a_failed_recovery_commit_rolls_the_recovery_forward(
         sink: Harness, faults, tmp_path: Path) -> None:
-    """Finding 3: recovery hand-offs were left out of abort()'s decided set: the abort after a
+    """Recovery hand-offs were left out of abort()'s decided set: the abort after a
     failed recovery commit aborted them, and a final loss was recorded that was avoidable.
-    Now the recovery copies from the log (issue 22): commit() dies after recording it."""
+    Now the recovery copies from the log: commit() dies after recording it."""
     first = lose_task_1(sink, faults, tmp_path, then="recover.after_record=raise")
     assert sink.log.get(0).recovery is not None  # recorded, not committed
     sink.driver.abort(0, first, tasks=2)  # what Spark does after commit() raised
@@ -300,7 +300,7 @@ def test_abort_after_a_failed_recovery_commit_rolls_the_recovery_forward(
 
 def test_prepare_rolls_a_recorded_recovery_forward(sink: Harness, faults,
                                                    tmp_path: Path) -> None:
-    """Finding 3: prepare() rolled decisions forward but not a recorded recovery (the driver
+    """prepare() rolled decisions forward but not a recorded recovery (the driver
     died between recording it and its EndTxn)."""
     lose_task_1(sink, faults, tmp_path, then="recover.after_record=raise")
     sink.driver.prepare(new_run=True)  # driver killed; the restarted query prepares
@@ -313,7 +313,7 @@ def test_prepare_rolls_a_recorded_recovery_forward(sink: Harness, faults,
 
 def test_a_failure_after_the_commit_does_not_fail_the_committed_batch(
         sink: Harness, faults) -> None:
-    """Finding 7: fencing unused ids and pruning ran after mark_done and could fail a batch
+    """Fencing unused ids and pruning ran after mark_done and could fail a batch
     that had committed (an unreachable coordinator for a stale id)."""
     _run(sink, range(1), "wide", tasks=3)  # the pool has 3 ids; the next batch uses 1
     faults("commit.cleanup=raise")
@@ -332,7 +332,7 @@ def _expected(sink: Harness) -> Counter[bytes]:
 
 
 def test_two_drivers_cannot_both_decide_one_batch(sink: Harness) -> None:
-    """Finding 5: two drivers on one checkpoint could overwrite each other's decision files;
+    """Two drivers on one checkpoint could overwrite each other's decision files;
     a decision is now created only if none exists (conditional create)."""
     sink.log.decide(5, [])
     with pytest.raises(DecisionLogConflictError, match="already"):

@@ -1,5 +1,5 @@
-"""Recovery is idempotent per partition, and bounded (issue 30, findings 2 and 9;
-docs/design.md invariant 16).
+"""Recovery is idempotent per partition, and bounded (docs/design.md
+invariant 16).
 
 A recovery transaction can itself be aborted in some of its partitions (an operator's
 ``kafka-transactions.sh abort`` of the long copy that holds the LSO): a retried recovery
@@ -54,7 +54,7 @@ def _lose(h: Harness, handoffs: list[TxnHandoff], faults) -> None:  # noqa: ANN0
 @pytest.mark.kafka_only  # Kafka's own abort tool
 def test_a_recovery_aborted_in_one_partition_copies_only_that_partition_again(
         sink: Harness, faults, tmp_path: Path) -> None:
-    """Finding 2: the restart's recovery transaction (task 1's records, both partitions) is
+    """The restart's recovery transaction (task 1's records, both partitions) is
     recorded; the operator's ``kafka-transactions abort`` ends it on partition 1 only; the
     driver's commit then commits partition 0. Before: the recovery was cleared and both
     partitions copied again: partition 0's 100 rows twice on Kafka 4.4 (duplicates, success
@@ -88,7 +88,7 @@ def _big(n: int, size: int = 1000) -> list[bytes]:
 def test_a_lost_batch_larger_than_the_memory_bound_streams_in_several_transactions(
         sink: Harness, faults, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
-    """Finding 9: 3,000 lost records of 1 kB (3 MB) with a 128 kB memory bound and at most
+    """The memory bound: 3,000 lost records of 1 kB (3 MB) with a 128 kB memory bound and at most
     1,000 records a recovery transaction. Before: every record was held in driver memory
     (peak 13.1 MB traced during the copy on Kafka 4.4) in one recovery transaction. Now the
     copy's peak stays under 1 MB, in at least 3 recovery transactions; each row once."""
@@ -117,7 +117,7 @@ def test_a_lost_batch_larger_than_the_memory_bound_streams_in_several_transactio
 def test_a_copy_past_its_share_of_the_transaction_timeout_goes_on_in_the_next(
         sink: Harness, faults, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
-    """Finding 9, the time bound: with no share of the transaction timeout left after a
+    """The time bound: with no share of the transaction timeout left after a
     batch (``txn_share=0``), each recovery transaction takes one record batch of the lost
     transaction (200 records, 4 batches of 50) and the next goes on: 4 recovery
     transactions, each row once."""
@@ -136,8 +136,8 @@ def test_a_copy_past_its_share_of_the_transaction_timeout_goes_on_in_the_next(
 @pytest.mark.parametrize("point", ["recover.after_part", "recover.after_record"])
 def test_a_crash_between_recovery_transactions_copies_only_what_is_missing(
         sink: Harness, faults, monkeypatch: pytest.MonkeyPatch, point: str) -> None:
-    """Finding 9: the driver dies after the first of several recovery transactions committed
-    (``recover.after_part``), or once the second is recorded (its EndTxn not sent). The
+    """Idempotent across a crash: the driver dies after the first of several recovery transactions
+    committed (``recover.after_part``), or once the second is recorded (its EndTxn not sent). The
     restart copies only what no committed recovery transaction holds: each row once."""
     big = _big(500, 100)
     handoffs = [sink.task(0, vals("b0t0")), sink.task(1, big)]

@@ -1,4 +1,4 @@
-"""Recovery copies from the log (issue 22; docs/design.md invariants 9, 10, 14).
+"""Recovery copies from the log (docs/design.md invariants 9, 10, 14).
 
 A decided transaction that Kafka aborted (a fence, the driver down past the timeout, an
 operator's ``kafka-transactions.sh abort``) still has its records in its output partitions,
@@ -53,7 +53,7 @@ def _fence(h: Harness, *tasks: int) -> None:
 
 def test_two_lost_transactions_with_the_same_rows_are_both_copied(
         sink: Harness, faults) -> None:
-    """Finding 1: tasks 0 and 2 wrote the same 30 constant rows to partition 0; both were
+    """Tasks 0 and 2 wrote the same 30 constant rows to partition 0; both were
     aborted after task 1 committed. Before: one replay transaction stood in for both lost
     ones (the guard compared copies by identity), 30 of the 60 rows silently missing."""
     same = [b"same"] * 30
@@ -70,7 +70,7 @@ def test_two_lost_transactions_with_the_same_rows_are_both_copied(
 
 def test_an_operator_abort_of_one_partition_is_copied_at_the_roll_forward(
         sink: Harness, faults) -> None:
-    """Finding 2, as measured on Kafka 4.3.1 before: the driver died right after its
+    """As measured on Kafka 4.3.1 before: the driver died right after its
     decision; `kafka-transactions.sh abort` wrote an ABORT marker to one output partition
     while the coordinator still held the transaction; the restart's EndTxn answered NONE
     and success was reported with that partition's rows missing. Now NONE is confirmed by
@@ -155,7 +155,7 @@ def test_a_crash_during_recovery_is_finished_by_the_next_run(
 
 def test_a_dropped_connection_while_reading_the_log_is_not_a_final_loss(
         sink: Harness, faults, tmp_path) -> None:  # noqa: ANN001
-    """Finding 6: a failed read of the lost transaction's records became records=None, no
+    """A failed read of the lost transaction's records became records=None, no
     match, and a final loss. Now a read that fails is read again (the copy cut short is
     aborted, never recorded) until ``kafka.default.api.timeout.ms``: a connection dropped
     once costs nothing; one that keeps dropping past that deadline raises (outcome
@@ -236,7 +236,7 @@ def test_a_loss_recorded_by_an_older_eoskafka_is_copied_when_its_batch_replays(
 
 def test_a_replay_whose_aborts_are_not_confirmed_leaves_the_pool_to_be_fenced(
         sink: Harness, faults) -> None:
-    """Finding 8a: the replay's transactions of a committed batch are aborted; when an abort's
+    """The replay's transactions of a committed batch are aborted; when an abort's
     answer never comes back, that transaction may still be open. Before, the pool stayed
     clean and the next planning did not fence it; now it is marked not clean."""
     assert sink.log is not None

@@ -1,6 +1,6 @@
 """The transaction timeout, for real: Apache Kafka with transaction.max.timeout.ms=10000.
 
-Issue 9 item 4 and issue 10 item 8. Kafka aborts a transaction open longer than its
+Kafka aborts a transaction open longer than its
 timeout (checked every second on these test brokers) and bumps the epoch, so a later
 EndTxn commit with the task's epoch is PRODUCER_FENCED. Which cases end in no loss:
 - a task stalled past the timeout: nothing of the batch is visible, the batch fails

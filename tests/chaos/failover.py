@@ -1,4 +1,4 @@
-"""The failover check (``make failover``, issue 30): kills aimed at every commit step.
+"""The failover check (``make failover``): kills aimed at every commit step.
 
 On a 3-node Apache Kafka (``min.insync.replicas=2``), each step of the driver's commit
 (before and after its decision, before the EndTxn round, once its EndTxns are answered,
@@ -8,7 +8,7 @@ markers and confirming reads the commit needs), in turn. Then the driver itself 
 SIGKILLed and restarted to drain on Trigger.AvailableNow. The verdict is the chaos
 round's (every input record once in the output, nothing open, Kafka's Java read_committed
 consumer agrees), plus: no query run failed (Spark's own connector has none under these
-faults; issue 30 finding 11 was one).
+faults; a coordinator killed while the next batch started was one).
 """
 
 from __future__ import annotations

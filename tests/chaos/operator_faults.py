@@ -1,4 +1,4 @@
-"""Operator actions as chaos kinds (issue 15, "operator chaos"), on the 3-node Kafka round.
+"""Operator actions as chaos kinds ("operator chaos"), on the 3-node Kafka round.
 
 What people do between runs, at random moments, while the pipeline runs:
 

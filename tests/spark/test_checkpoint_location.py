@@ -1,5 +1,5 @@
 """The decision log where Spark's checkpoint is; a batch's identity read, never guessed
-(issue 30 findings 3 and 4; docs/design.md invariants 13 and 15), through real Spark.
+(docs/design.md invariants 13 and 15), through real Spark.
 
 - A checkpoint path without a scheme: Spark resolves it against Hadoop's ``fs.defaultFS``.
   ViewFs stands in for a cluster's ``hdfs:`` (hadoop-common ships with Spark): with
@@ -103,7 +103,7 @@ def test_checkpoint_without_a_scheme_that_spark_puts_elsewhere_is_refused(
 
 def test_rewound_checkpoint_given_only_as_spark_conf_is_refused(
         spark, bootstrap: str, unique: str, tmp_path: Path) -> None:  # noqa: ANN001
-    """Issue 30 finding 4. With the checkpoint only in spark.sql.streaming.checkpointLocation
+    """With the checkpoint only in spark.sql.streaming.checkpointLocation
     (Spark keeps it at <conf>/<queryName>; the writer gets no checkpointLocation option),
     the sink skipped its batch-identity check. Measured before the fix (Kafka 4.4): batch 0
     wrote 100 rows, 100 more arrived, offsets/0 and commits/0 were deleted; the restarted

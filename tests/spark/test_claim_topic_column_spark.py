@@ -1,4 +1,4 @@
-"""Finding 9 of issue 22 through real Spark: two streaming queries writing a ``topic``
+"""Through real Spark: two streaming queries writing a ``topic``
 column (no ``topic`` option) with one ``transactionalIdPrefix``: the second is refused at
 its first commit (EOSKAFKA_TRANSACTIONAL_ID_CLASH), and nothing of it is committed."""
 

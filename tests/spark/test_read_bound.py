@@ -1,4 +1,4 @@
-"""A backlog bigger than one transaction timeout drains under a read bound (issue 25 item 2).
+"""A backlog bigger than one transaction timeout drains under a read bound.
 
 On Apache Kafka (the session broker checks for timed-out transactions every second), a
 copy query eoskafka -> eoskafka with ``kafka.transaction.timeout.ms`` of 6 s, and every

@@ -1,4 +1,4 @@
-"""Lifecycle cases through real Spark (issue 15): what users do between runs.
+"""Lifecycle cases through real Spark: what users do between runs.
 
 - a streaming query whose checkpoint is deleted and started again with the same options,
   decision log kept apart (``decisionLogLocation``): a new query, all of its rows written;
@@ -72,7 +72,7 @@ def test_failed_batch_write_then_rerun_with_a_fixed_prefix(
 
 def test_rewound_checkpoint_is_refused_loudly_and_loses_nothing(
         spark, bootstrap: str, unique: str, tmp_path: Path) -> None:  # noqa: ANN001
-    """Issue 22 finding 4 (invariant 13), measured on Kafka 4.3.1 before the fix: batch 0
+    """A rewound checkpoint (invariant 13), measured on Kafka 4.3.1 before the fix: batch 0
     wrote 100 rows, 100 more arrived, offsets/0 and commits/0 were deleted; the restarted
     query planned batch 0 over all 200, took it for a replay of the committed batch 0,
     aborted it and reported success: the 100 new rows never appeared. Now it stops with

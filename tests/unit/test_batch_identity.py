@@ -49,7 +49,7 @@ def test_offsets_not_written_are_unknown_not_guessed(tmp_path: Path) -> None:
 
 
 def test_offsets_that_cannot_be_read_are_refused_by_name(tmp_path: Path) -> None:
-    """Issue 30 finding 4: where offsets/N could not be read (a scheme pyarrow lacks, a
+    """Where offsets/N could not be read (a scheme pyarrow lacks, a
     store error), the batch was identified by its record count; now it fails by name."""
     with pytest.raises(CheckpointUnreadableError, match="no filesystem for dbfs") as no_fs:
         identity_of("dbfs:/mnt/ckpt", 3, [handoff(7)])

@@ -1,5 +1,5 @@
 """A batch write is never replayed: its errors say what happened, whether rows are at risk,
-and to rerun the write (issue 30 finding 8). Before, they said "batch None ... will be
+and to rerun the write. Before, they said "batch None ... will be
 replayed on restart" and "the restarted query rolls it forward"."""
 
 from __future__ import annotations

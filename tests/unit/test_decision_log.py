@@ -233,7 +233,7 @@ def _race(where: str, tmp_path: Path, faults: Callable[[str], None]) -> list[str
 def test_two_drivers_creating_one_decision_at_once_exactly_one_wins(
         where: str, tmp_path: Path, faults: Callable[[str], None],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Finding 7: on S3 the create was check-then-write, so both drivers "created" decision
+    """On S3 the create was check-then-write, so both drivers "created" decision
     1 and the second overwrote the first (failed before the claim protocol: two winners).
     B gives up after a second while A's claim is fresh; A's decision stands."""
     import eos_kafka_source.sink.decisions.files as files

@@ -1,4 +1,4 @@
-"""The first-offset fallback (finding 10 of issue 22): where neither a Produce answer nor
+"""The first-offset fallback: where neither a Produce answer nor
 DescribeProducers said where a task's transaction starts in a partition, the task finds its
 own first batch in the log. Real encoded batches, no broker."""
 

@@ -1,5 +1,5 @@
-"""A failed OAUTHBEARER refresh keeps the valid cached token and backs off (issue 30, finding
-7), against the project's real OIDC token endpoint (tests/oidc_server.py), without Kafka.
+"""A failed OAUTHBEARER refresh keeps the valid cached token and backs off,
+against the project's real OIDC token endpoint (tests/oidc_server.py), without Kafka.
 
 Before: the first failed refresh raised at once (sign-in broken with a token still valid
 for 19 s of 100), and every later sign-in asked the identity provider again, with no

@@ -712,7 +712,7 @@ def test_sink_batching_settings_and_spark_sink_options():
 
 
 def test_deadlines_are_kafkas_names_and_defaults():
-    """Issue 16: every retry loop's deadline is a named option mapped from the Java client's,
+    """Every retry loop's deadline is a named option mapped from the Java client's,
     with the Java client's default, validated once here."""
     c = client()
     assert (c.request_timeout_ms, c.api_timeout_ms, c.delivery_timeout_ms, c.max_block_ms) \

@@ -204,11 +204,10 @@ class OperatorChaos(KafkaChaos):
                      f"while it was down: {outcome}")
 
     def _recovery_copies(self) -> int:
-        """Recovery transactions the driver has reported in its log. Not ListTransactions:
-        the coordinator forgets a recovery id once it expires (after 10 s in this round)."""
-        log = self.work / "driver.log"
-        text = log.read_text(errors="replace") if log.exists() else ""
-        return text.count("in a recovery transaction")
+        """Recoveries the driver has reported in its log ("copied N records of P aborted
+        partition(s) from the log in K recovery transaction(s)"). Not ListTransactions: the
+        coordinator forgets a recovery id once it expires (after 10 s in this round)."""
+        return self._said("from the log in ")
 
     def kafka_abort_decided(self) -> None:
         """Kafka's own ``kafka-transactions abort`` on a decided open transaction (the

@@ -2,4 +2,4 @@
 the schema registry client's User-Agent and the decision log's writer name print it, and
 ``eos_kafka_source.__version__`` hands it on. Imports nothing: any layer may name it."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -37,7 +37,7 @@ from tests.formats.explorer.avro_evolve import evolved, reader_of, writer_of
 from tests.formats.explorer.avro_evolve import features as evolution_features
 from tests.formats.explorer.avro_features import features
 from tests.formats.explorer.avro_gen import strip_logical
-from tests.formats.explorer.cases import Case, Difference, OneSchema
+from tests.formats.explorer.cases import Case, Difference, OneSchema, write_back
 from tests.formats.explorer.values import first_difference
 
 _CONTEXT = SerializationContext("explore", MessageField.VALUE)
@@ -187,11 +187,9 @@ def _write_back(p: _Prepared, deserializer: Any) -> str | None:
     keep = [i for i, b in enumerate(p.bodies) if b is not None and p.errors[i] is None]
     if not keep:
         return None
-    encoder = avro.encoder(p.registered, p.lookup)
-    try:
-        written = encoder.encode(p.values.take(pa.array(keep, pa.int64())), "value").to_pylist()
-    except Exception as exc:  # noqa: BLE001 - eoskafka must write what it read
-        return f"eoskafka cannot write back what it read: {type(exc).__name__}: {exc}"
+    written, failed = write_back(avro.encoder(p.registered, p.lookup), p.values, keep)
+    if failed:
+        return failed
     for i, again in zip(keep, written, strict=True):
         original = p.framed[i]
         assert original is not None

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from eos_kafka_source.formats.schemas import RegisteredSchema
 from tests.formats.explorer.values import dumps
 
@@ -59,3 +61,12 @@ class OneSchema:
 
     def version(self, subject: str, version: int | str) -> RegisteredSchema:
         raise KeyError(subject)
+
+
+def write_back(encoder: Any, values: pa.Array, keep: list[int]) -> tuple[list[Any], str | None]:
+    """eoskafka's encoder writes back the kept rows it read: the payloads, or why it could
+    not (eoskafka must write what it read, so an exception is a difference, not a crash)."""
+    try:
+        return encoder.encode(values.take(pa.array(keep, pa.int64())), "value").to_pylist(), None
+    except Exception as exc:  # noqa: BLE001 - eoskafka must write what it read
+        return [], f"eoskafka cannot write back what it read: {type(exc).__name__}: {exc}"

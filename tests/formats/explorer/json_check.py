@@ -20,7 +20,7 @@ import pyarrow as pa
 from eos_kafka_source.formats import json_schema
 from eos_kafka_source.formats.schemas import JSON, PERMISSIVE, RegisteredSchema
 from tests.formats.explorer.arrow_compare import plain_rows
-from tests.formats.explorer.cases import Case, Difference, OneSchema
+from tests.formats.explorer.cases import Case, Difference, OneSchema, write_back
 from tests.formats.explorer.json_gen import days, micros
 from tests.formats.explorer.values import INT64, first_difference
 
@@ -153,13 +153,9 @@ def _one(case: Case) -> list[tuple[str, str]]:
     keep = [i for i, ok in enumerate(fits) if ok]
     if not keep:
         return []
-    try:
-        encoder = json_schema.encoder(registered, lookup)
-        written = encoder.encode(decoded.values.take(pa.array(keep, pa.int64())),
-                                 "value").to_pylist()
-    except Exception as exc:  # noqa: BLE001 - eoskafka must write what it read
-        return [("write", f"eoskafka cannot write back what it read: "
-                          f"{type(exc).__name__}: {exc}")]
+    written, failed = write_back(json_schema.encoder(registered, lookup), decoded.values, keep)
+    if failed:
+        return [("write", failed)]
     for i, again in zip(keep, written, strict=True):
         if again is None or again[:5] != _HEADER:
             return [("write", f"row {i}: eoskafka's header {again!r:.40} is not {_HEADER!r}")]

@@ -22,7 +22,7 @@ from google.protobuf import descriptor
 from eos_kafka_source.formats import protobuf
 from eos_kafka_source.formats.schemas import PERMISSIVE, RegisteredSchema
 from tests.formats.explorer.arrow_compare import plain_rows, row_difference
-from tests.formats.explorer.cases import Case, Difference, OneSchema
+from tests.formats.explorer.cases import Case, Difference, OneSchema, write_back
 from tests.formats.explorer.proto_files import descriptor_proto, message_class, proto_text
 from tests.formats.explorer.proto_gen import features
 
@@ -124,13 +124,9 @@ def _one(case: Case, cls: Any, text: str) -> list[tuple[str, str]]:
     keep = [i for i, v in enumerate(case.values) if v is not None]
     if not keep:
         return []
-    try:
-        encoder = protobuf.encoder(registered, lookup)
-        written = encoder.encode(decoded.values.take(pa.array(keep, pa.int64())),
-                                 "value").to_pylist()
-    except Exception as exc:  # noqa: BLE001 - eoskafka must write what it read
-        return [("write", f"eoskafka cannot write back what it read: "
-                          f"{type(exc).__name__}: {exc}")]
+    written, failed = write_back(protobuf.encoder(registered, lookup), decoded.values, keep)
+    if failed:
+        return [("write", failed)]
     for i, again in zip(keep, written, strict=True):
         if again is None or again[:6] != header:
             return [("write", f"row {i}: eoskafka's header {again!r:.40} is not {header!r}")]

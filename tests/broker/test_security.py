@@ -35,7 +35,7 @@ from eos_kafka_source.sink.spark_writer import EosKafkaStreamWriter
 from eos_kafka_source.source.partition_reader import read_partition
 from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.source.schema import kafka_schema
-from eos_kafka_source.wire import KafkaWire, create_topic, fetch_metadata
+from eos_kafka_source.wire import KafkaWire, create_topic, fetch_metadata, known
 from eos_kafka_source.wire.kept import close_kept
 from tests.kafka_security import (  # the same secrets as on Apache Kafka's listeners
     CORE,
@@ -131,6 +131,7 @@ def run_sink(options: dict[str, str], checkpoint: Path, values: list[bytes],
     assert isinstance(planner, EosKafkaStreamWriter)
     seen["driver: prepare"] = snapshot(front)
     next_role(front)
+    known.forget_all()  # an executor is another process: it knows nothing the driver learned
     task = pickle.loads(pickle.dumps(planner))  # what an executor gets
     handoff = task.write(iter([pa.RecordBatch.from_pydict({"value": values})]))
     seen["task: write"] = snapshot(front)

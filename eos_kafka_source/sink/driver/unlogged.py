@@ -13,14 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from ...errors import TransactionLostError
 from ...faults import fault_point
 from ...wire import KafkaWire
 from ..handoff import TxnHandoff
 from .committer import FinishReport
 from .config import DriverConfig
 from .keeping import Commit, DecisionKeeping
-from .write_outcome import abort_without_log, unknown_without_log
+from .write_outcome import abort_without_log, raise_unfinished
 from .write_policy import WritePolicy
 
 
@@ -47,14 +46,11 @@ class NoDecisionLog(DecisionKeeping):
         fault_point("commit.after_decision")
 
     def record(self, wire: KafkaWire, commit: Commit, report: FinishReport) -> None:
-        if report.unknown:
-            raise unknown_without_log(report, "committing")
-        if report.lost:
-            raise TransactionLostError(
-                f"the batch write could not commit {len(report.lost)} transaction(s) "
-                f"after {len(report.done)} others were (no decisionLogLocation, so "
-                "nothing can finish it later); their records are LOST: "
-                + "; ".join(report.describe_lost()))
+        raise_unfinished(
+            report, "committing",
+            f"the batch write could not commit {len(report.lost)} transaction(s) "
+            f"after {len(report.done)} others were (no decisionLogLocation, so "
+            "nothing can finish it later); their records are LOST: ")
 
     def clean_up(self, wire: KafkaWire, tasks: int) -> None:
         """No pool kept: nothing to fence or prune."""

@@ -36,14 +36,12 @@ def abort_without_log(wire: KafkaWire, ids: TransactionalIdFactory, topic: str |
     if topic is not None and write_committing(wire, ids.prefix, topic, lineage):
         fault_point("abort.after_mark")
         report = finish(wire, handoffs, commit=True, deadline_s=deadline_s)
-        if report.unknown:
-            raise unknown_without_log(report, "finishing the interrupted commit")
-        if report.lost:
-            raise TransactionLostError(
-                f"the batch write {lineage} failed while committing, without a "
-                f"decisionLogLocation: {len(report.done)} of its transactions are committed "
-                f"and {len(report.lost)} could not be (fenced or expired): their records are "
-                "LOST, the others written. " + "; ".join(report.describe_lost()))
+        raise_unfinished(
+            report, "finishing the interrupted commit",
+            f"the batch write {lineage} failed while committing, without a "
+            f"decisionLogLocation: {len(report.done)} of its transactions are committed "
+            f"and {len(report.lost)} could not be (fenced or expired): their records are "
+            "LOST, the others written. ")
         fence(wire, [ids.for_task(p) for p in range(tasks)], timeout_ms)
         fault_point("abort.after_fence")
         raise WriteCommittedError(
@@ -57,6 +55,15 @@ def abort_without_log(wire: KafkaWire, ids: TransactionalIdFactory, topic: str |
     finish(wire, handoffs, commit=False, deadline_s=wire.config.api_timeout_s)
     fence(wire, [ids.for_task(p) for p in range(tasks)], timeout_ms)
     fault_point("abort.after_fence")
+
+
+def raise_unfinished(report: FinishReport, doing: str, lost: str) -> None:
+    """A batch write without a decision log ends here if any transaction is not committed:
+    unknown outcomes first (they may still commit), then ``lost`` and what was lost."""
+    if report.unknown:
+        raise unknown_without_log(report, doing)
+    if report.lost:
+        raise TransactionLostError(lost + "; ".join(report.describe_lost()))
 
 
 def unknown_without_log(report: FinishReport, doing: str) -> TransactionOutcomeUnknownError:

@@ -270,15 +270,18 @@ chaos-operator: kafka-jars
 ## restarted to drain on AvailableNow. A run passes on exactly once (oracle and Kafka's Java
 ## read_committed consumer), nothing open or hanging, and no failed query run. Prints each
 ## run's verdict and "failover: P of N runs passed"; exits non-zero unless all passed.
-## FAILOVER_SEED=N replays one schedule; FAILOVER_DEADLINE=S bounds each run (default 900).
+## FAILOVER_SEED=N replays one schedule; FAILOVER_DEADLINE=S bounds each run (default 900);
+## FAILOVER_KAFKA=4.3 runs it on another pinned Apache Kafka line (default 4.4).
 RUNS ?= 10
 FAILOVER_SEED ?=
 FAILOVER_DEADLINE ?= 900
+FAILOVER_KAFKA ?=
 failover: kafka-jars
 	@passed=0; for run in $$(seq 1 $(RUNS)); do \
 	  start=$$(date +%s); \
 	  if $(PY) -m tests.chaos --broker kafka --failover --gap 1 3 \
-	      --deadline $(FAILOVER_DEADLINE) $(if $(FAILOVER_SEED),--seed $(FAILOVER_SEED)); then \
+	      --deadline $(FAILOVER_DEADLINE) $(if $(FAILOVER_SEED),--seed $(FAILOVER_SEED)) \
+	      $(if $(FAILOVER_KAFKA),--kafka-version $(FAILOVER_KAFKA)); then \
 	    passed=$$((passed + 1)); verdict=passed; else verdict=FAILED; fi; \
 	  echo "failover run $$run of $(RUNS): $$verdict in $$(( $$(date +%s) - start )) s"; \
 	done; \

@@ -55,6 +55,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                    default=os.environ.get("BROKER") or "tansu",
                    help="durable Tansu on s3:// (default) or a 3-node Apache Kafka "
                         "(default: $BROKER)")
+    p.add_argument("--kafka-version", default=os.environ.get("KAFKA_VERSION") or None,
+                   metavar="X.Y", help="Apache Kafka release line with --broker kafka: 4.4 "
+                        "(default, the reference), 4.3 or 3.9 (default: $KAFKA_VERSION)")
     p.add_argument("--faults", type=int, default=None,
                    help="faults to inject (default: $SOAK, or the short round: "
                         + ", ".join(f"{n} on {b}" for b, n in SHORT.items()) + ")")
@@ -146,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     # transactional id) could not hold. The plan, not the kinds allowed: CHAOS_OPERATOR_FAULTS
     # picks a subset (a seeded half once failed the bound on a cluster set up for all ten).
     expiring = on_kafka and "ids_expire" in planned
-    broker = (kafka_cluster(work, short_id_expiry_ms=ID_EXPIRATION_MS if expiring else None)
+    broker = (kafka_cluster(work, short_id_expiry_ms=ID_EXPIRATION_MS if expiring else None,
+                             version=args.kafka_version)
               if on_kafka else durable_broker(s3, work))
     pipeline: Pipeline | None = None
     feeders: list[Feeder] = []

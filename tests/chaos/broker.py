@@ -96,7 +96,8 @@ def durable_broker(s3: S3Server, work: Path) -> EmbeddedBroker:
     return EmbeddedBroker(storage=f"s3://{BUCKET}/", env=env, log_path=str(work / "tansu.log"))
 
 
-def kafka_cluster(work: Path, short_id_expiry_ms: int | None = None) -> KafkaCluster:
+def kafka_cluster(work: Path, short_id_expiry_ms: int | None = None,
+                  version: str | None = None) -> KafkaCluster:
     """Three Apache Kafka nodes (KRaft, each broker and controller), replication 3 with
     min.insync.replicas 2 (acknowledged writes survive one node's kill -9), logs under
     ``work/kafka``. The transaction maximum stays Kafka's default (15 minutes). A node
@@ -104,9 +105,11 @@ def kafka_cluster(work: Path, short_id_expiry_ms: int | None = None) -> KafkaClu
     ``short_id_expiry_ms``: Kafka forgets idle transactional ids after that (7 days by
     default), checked every second (operator chaos: ids expire while the driver is down).
     The tests' shared cluster settings (tests/kafka_clusters.py): a killed node is fenced
-    after 4 s, so its partitions and coordinators move sooner."""
+    after 4 s, so its partitions and coordinators move sooner. ``version``: a pinned
+    Apache Kafka release line (``"4.3"``; default the reference, 4.4)."""
     config = {} if short_id_expiry_ms is None else {
         "transactional.id.expiration.ms": str(short_id_expiry_ms),
         "transaction.remove.expired.transaction.cleanup.interval.ms": "1000"}
     return KafkaCluster(nodes=3, workdir=str(work / "kafka"), ready_timeout_s=300,
-                        broker_config=kafka_settings(3, config), lean_jvm=True)
+                        broker_config=kafka_settings(3, config), lean_jvm=True,
+                        version=version)

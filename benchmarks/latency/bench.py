@@ -65,6 +65,30 @@ SPLIT_VARIANTS: dict[str, tuple[str, str, str | None]] = {
 TRIGGERS: dict[str, str | None] = {"default": None, "1 s": "1 second", "100 ms": "100 milliseconds"}
 
 
+def triggers_named(names: str) -> list[str]:
+    """The triggers of ``--triggers`` by their names in :data:`TRIGGERS` (``1s`` is ``1 s``);
+    an unknown name is refused, never run as another trigger."""
+    by_key = {name.replace(" ", ""): name for name in TRIGGERS}
+    picked = []
+    for name in (n.strip() for n in names.split(",")):
+        if name.replace(" ", "") not in by_key:
+            raise SystemExit(f"--triggers: unknown trigger {name!r}; choose from "
+                             f"{', '.join(repr(t) for t in TRIGGERS)} (spaces optional)")
+        picked.append(by_key[name.replace(" ", "")])
+    return picked
+
+
+def variants_named(names: str) -> list[str]:
+    """The variants of ``--variants``; an unknown name is refused before anything starts."""
+    known = {**VARIANTS, **SPLIT_VARIANTS}
+    picked = [n.strip() for n in names.split(",")]
+    unknown = [n for n in picked if n not in known]
+    if unknown:
+        raise SystemExit(f"--variants: unknown variant(s) {unknown}; choose from "
+                         + ", ".join(repr(v) for v in known))
+    return picked
+
+
 def start_spark(timings: Path, spark_home: Path | None = None) -> Any:
     from eos_kafka_source.apache_kafka.spark_connector import spark_jars
 
@@ -166,7 +190,7 @@ def run_floor(spark: Any, scratch: Path, variant: str, trigger: str, rates: list
     """A floor query (no Kafka) per rate, measured as a step of the Kafka variants is."""
     steps: list[dict[str, Any]] = []
     for rate in rates:
-        query = floor.start(spark, variant, rate, TRIGGERS.get(trigger),
+        query = floor.start(spark, variant, rate, TRIGGERS[trigger],
                             scratch / unique("chk-floor"))
         try:
             floor.warm(query)
@@ -205,7 +229,7 @@ def _start(spark: Any, bootstrap: str, scratch: Path, formats: tuple[str, str],
               .option("checkpointLocation", str(scratch / unique("chk"))))
     if delivery is not None:
         writer = writer.option("delivery.guarantee", delivery)
-    if TRIGGERS.get(trigger) is not None:
+    if TRIGGERS[trigger] is not None:
         writer = writer.trigger(processingTime=TRIGGERS[trigger])
     return writer.start()
 
@@ -275,8 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     from eos_kafka_source.apache_kafka.spark_connector import connector_version
 
     rates = [int(r) for r in args.rates.split(",")]
-    triggers = args.triggers.split(",")
-    variants = args.variants.split(",")
+    triggers = triggers_named(args.triggers)
+    variants = variants_named(args.variants)
     env: dict[str, Any] = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "job": f"Kafka -> Spark -> Kafka, {PARTITIONS} partitions in and out, 100 B values",

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..common import charts
 from . import floor
+from .phases import phase_medians, phase_table
 from .probe import percentiles
 
 BASE = "built-in at-least-once"
@@ -100,6 +101,8 @@ def summarise(run: dict[str, Any], step: dict[str, Any], timings: list[dict[str,
         "source_first_ms": _median([t["first_batch_s"] * 1000 for t in reads
                                     if t.get("first_batch_s") is not None]),
         "load": f"{min(step['load']):.1f}–{max(step['load']):.1f}",
+        "phase_ms": phase_medians(batches, hooks, commits, tasks, reads, src_latest,
+                                  planning),
     }
 
 
@@ -164,7 +167,7 @@ def tables(rows: list[dict[str, Any]], waves: int = 2) -> list[str]:
                    f"{r['batches']} | {_ms(r['p50'])} | {_ms(r['p99'])} | {_ms(r['max'])} | "
                    f"{'' if ratio != ratio else f'{ratio:.2f}×'} | {target} | {met} | "
                    f"{r['load']} |")
-    out += ["", *floors, "## Where the time goes", "",
+    out += ["", *floors, *phase_table(rows_by_floor), "## Where the time goes", "",
             "Share of the batches' time (triggerExecution) by phase; idle: share of the "
             "step's wall time with no batch running (waiting for the trigger).", "",
             "| trigger | rate | variant | batch ms | rows/batch | plan | read + write (tasks) | "

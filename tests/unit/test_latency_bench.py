@@ -1,0 +1,42 @@
+"""The latency benchmark's arguments and its phase table, without Spark or a broker."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.latency.bench import triggers_named, variants_named
+from benchmarks.latency.phases import phase_medians, phase_table
+
+
+def test_triggers_by_name_with_or_without_spaces() -> None:
+    assert triggers_named("default,1s,100 ms") == ["default", "1 s", "100 ms"]
+
+
+def test_an_unknown_trigger_is_refused_not_run_as_the_default() -> None:
+    with pytest.raises(SystemExit, match="unknown trigger '2s'.*'default', '1 s', '100 ms'"):
+        triggers_named("default,2s")
+
+
+def test_an_unknown_variant_is_refused_before_anything_starts() -> None:
+    assert variants_named("built-in at-least-once,eoskafka exactly-once") == [
+        "built-in at-least-once", "eoskafka exactly-once"]
+    with pytest.raises(SystemExit, match="unknown variant"):
+        variants_named("built-in at-least-once,eoskafka exactly once")
+
+
+def test_phase_table_puts_each_variant_beside_the_floor() -> None:
+    batch = {"rows": 400, "ms": {"triggerExecution": 200, "latestOffset": 5, "walCommit": 40,
+                                 "queryPlanning": 9, "getBatch": 1, "addBatch": 100,
+                                 "commitOffsets": 45}}
+    hook = {"total": 0.05, "phases": {}}
+    commit = {"total": 0.05, "phases": {"decision": 0.012, "endtxn": 0.004}}
+    eos = phase_medians([batch, batch], [hook], [commit], [], [], [], [])
+    floor = phase_medians([batch], [], [], [], [], [], [])
+    assert eos["plan"] == 10 and eos["commit: decision write"] == pytest.approx(12)
+    rows = [{"trigger": "default", "rate": 2000, "variant": "Python floor", "phase_ms": floor},
+            {"trigger": "default", "rate": 2000, "variant": "eoskafka", "phase_ms": eos}]
+    table = "\n".join(phase_table(rows))
+    assert "| phase | Python floor | eoskafka |" in table
+    assert "| commitOffsets | 45 | 45 |" in table
+    assert "| commit: decision write |  | 12 |" in table
+    assert "source latestOffset()" not in table  # no variant timed it: no line

@@ -187,6 +187,10 @@ $(BENCH_STAMP): $(STAMP)
 ## LATENCY_ARGS="--step 15 --settle 5 --rates 20000 --triggers default" for a short one.
 ## Beside them, in the same tables: the floor of Spark's Python data source at the same rates,
 ## triggers and partitions, no Kafka (two waves of tasks and one; benchmarks/latency/floor.py).
+## The published table (docs/performance.md, benchmarks/latency/current.json) comes from
+## LATENCY_ARGS="--rates 2000 --triggers default,1s --variants 'Python floor: 2 partitions
+## (one wave),built-in at-least-once,eoskafka exactly-once,built-in source + eoskafka
+## exactly-once sink' --publish" (one line; --publish writes both).
 LATENCY_ARGS ?=
 bench-latency: bench-setup kafka-jars
 	nice -n 0 $(PY) -m benchmarks.latency $(LATENCY_ARGS)

@@ -60,60 +60,92 @@ def replaced(text: str, page: Path = PAGE) -> str:
     return text
 
 
-LATENCY_COLUMNS = ["eoskafka source", "tasks a batch", "eoskafka exactly-once p50 / p99",
-                   "Spark's `kafka` p50 / p99", "eoskafka batch every"]
+LATENCY_COLUMNS = ["trigger", "Spark's `kafka` p50 / p99", "eoskafka exactly-once p50 / p99",
+                   "Spark's source + eoskafka's sink p50 / p99",
+                   "Python floor p50 / p99 (modelled)", "target (eoskafka p99)"]
+#: the variants of a latency run's rows (benchmarks/latency/bench.py)
+CONNECTOR = "built-in at-least-once"
+EXACTLY = "eoskafka exactly-once"
+MIXED = "built-in source + eoskafka exactly-once sink"
+FLOOR = "Python floor: 2 partitions (one wave)"
+#: p99 of eoskafka exactly-once / Spark's connector's, by trigger
+LATENCY_TARGETS = {"default": 1.5, "1 s": 1.0}
 
 
 def _ms(value: float) -> str:
     return f"{value:,.0f}"
 
 
+def _vs(row: dict[str, Any] | None, spark: dict[str, Any], p50: str = "p50",
+        p99: str = "p99") -> str:
+    if row is None or row.get(p99) != row.get(p99):
+        return "not run"
+    return (f"{_ms(row[p50])} / {_ms(row[p99])} ms ({row[p99] / spark['p99']:.2f}×)"
+            if spark.get("p99") else f"{_ms(row[p50])} / {_ms(row[p99])} ms")
+
+
+def _target(trigger: str, eos: dict[str, Any], spark: dict[str, Any],
+            floor: dict[str, Any] | None) -> str:
+    want = LATENCY_TARGETS.get(trigger)
+    if want is None or not spark.get("p99"):
+        return ""
+    got = eos["p99"] / spark["p99"]
+    said = f"≤ {want:g}×: {'met' if got <= want else 'missed'}"
+    if got > want and floor is not None and floor.get("p99") == floor.get("p99"):
+        floor_ratio = floor["p99"] / spark["p99"]
+        if floor_ratio > want:
+            said += f" (the floor alone is {floor_ratio:.2f}×)"
+    return said
+
+
 def latency_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The published latency table from ``make bench-latency`` runs' JSON
     (``benchmarks/latency/report.py``): a row per run and (trigger, rate), eoskafka
-    exactly-once beside Spark's connector in the same run."""
+    exactly-once and the mixed pipeline beside Spark's connector in the same run, with each
+    one's p99 over the connector's, and the floor of Spark's Python data source (no Kafka:
+    the latency its batches alone give, ``modelled_p50_p99``)."""
     rows: list[list[str]] = []
     loads: list[float] = []
     points = {(r["trigger"], r["rate"]) for run in runs for r in run["rows"]}
     for run in runs:
-        env = run["env"]
         by = {(r["trigger"], r["rate"], r["variant"]): r for r in run["rows"]}
-        for trigger, rate in sorted({(t, r) for t, r, _ in by}, key=str):
-            eos = by.get((trigger, rate, "eoskafka exactly-once"))
-            spark = by.get((trigger, rate, "built-in at-least-once"))
+        for trigger, rate in sorted({(t, r) for t, r, _ in by},
+                                    key=lambda p: (p[0] != "default", p)):
+            eos = by.get((trigger, rate, EXACTLY))
+            spark = by.get((trigger, rate, CONNECTOR))
             if eos is None or spark is None:
                 continue
-            packing = str(env.get("eoskafka maxPartitions", "?"))
-            label = (f"`maxPartitions` {packing}" if not packing[:1].isdigit()
-                     else f"`maxPartitions={packing}`")
-            if len(points) > 1:
-                label += f", {trigger} trigger, {rate:,}/s"
-            tasks = eos.get("source_tasks")
-            waves = env.get("eoskafka waves")
-            rows.append([label,
-                         (f"{tasks:.0f}" if isinstance(tasks, float) and tasks == tasks
-                          else "?") + (f" ({waves} wave{'s' if waves != 1 else ''})"
-                                       if waves else ""),
-                         f"{_ms(eos['p50'])} / {_ms(eos['p99'])} ms",
-                         f"{_ms(spark['p50'])} / {_ms(spark['p99'])} ms",
-                         f"{_ms(eos['interval_ms'])} ms"])
+            floor = by.get((trigger, rate, FLOOR))
+            modelled = None
+            if floor is not None and floor.get("modelled_p50_p99"):
+                p50, p99 = floor["modelled_p50_p99"][:2]
+                modelled = {"p50": p50, "p99": p99}
+            label = trigger if len(points) == len({p[0] for p in points}) \
+                else f"{trigger}, {rate:,}/s"
+            rows.append([label, f"{_ms(spark['p50'])} / {_ms(spark['p99'])} ms",
+                         _vs(eos, spark), _vs(by.get((trigger, rate, MIXED)), spark),
+                         _vs(modelled, spark), _target(trigger, eos, spark, modelled)])
             loads += [float(x) for r in (eos, spark)
                       for x in re.findall(r"\d+(?:\.\d+)?", str(r.get("load", "")))]
     first = runs[0]["env"]
     workload = first["job"]
-    if len(points) == 1:
-        trigger, rate = next(iter(points))
-        workload += f", {rate:,} records/s, {trigger} trigger"
+    rates = {rate for _, rate in points}
+    if len(rates) == 1:
+        workload += f", {next(iter(rates)):,} records/s"
+    packing = str(first.get("eoskafka maxPartitions", "?"))
     return {
         "question": "end-to-end latency with the defaults",
         "date": ", ".join(sorted({str(run["env"]["when"]) for run in runs})),
-        "command": "make bench-latency",
+        "command": first.get("command", "make bench-latency"),
         "machine": f"{first['cores']} cores, load {min(loads):g} to {max(loads):g} (1 min)"
                    if loads else f"{first['cores']} cores",
         "versions": f"{first['Spark']}; Spark's connector {first['connector']}; "
                     f"{first['broker']}",
-        "workload": f"{workload}; {first['steps']}; produce-to-visible time "
-                    "(read_committed), Spark's connector in the same run",
+        "workload": f"{workload}; eoskafka's maxPartitions {packing}; {first['steps']}; "
+                    "produce-to-visible time (read_committed); the variants take turns in "
+                    "one run; ratios are p99 over Spark's connector's; the floor is a Python "
+                    "source into a Python sink with no Kafka (benchmarks/latency/floor.py), "
+                    "its latency modelled from its batches (benchmarks/latency/phases.py)",
         "columns": LATENCY_COLUMNS,
         "rows": rows,
     }

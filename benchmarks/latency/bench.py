@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -287,12 +288,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="eoskafka's maxPartitions (default: not set, so the source's "
                              f"default, the task slots: one wave of tasks; {PARTITIONS}: one "
                              "input partition per Kafka partition, as Spark's connector)")
+    parser.add_argument("--publish", action="store_true",
+                        help="afterwards, make this run the published one: "
+                             "benchmarks/latency/current.json and docs/performance.md's "
+                             "latency table (move the old table to RESULTS.md yourself)")
     parser.add_argument("--from-json", type=Path, default=None,
                         help="no run: tables and charts again from a run's JSON")
     args = parser.parse_args(argv)
     if args.from_json is not None:
         kept = json.loads(args.from_json.read_text())
         save(args.out, kept["runs"], kept["timings"], kept["env"])
+        if args.publish:
+            publish(args.out.with_suffix(".json"))
         return 0
     import pyspark
 
@@ -303,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     variants = variants_named(args.variants)
     env: dict[str, Any] = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": "python -m benchmarks.latency " + shlex.join(
+            sys.argv[1:] if argv is None else argv),
         "job": f"Kafka -> Spark -> Kafka, {PARTITIONS} partitions in and out, 100 B values",
         "steps": f"{args.step:.0f} s per rate, first {args.settle:.0f} s not counted",
         "Spark": f"pyspark {pyspark.__version__}, local[2]",
@@ -356,7 +365,18 @@ def main(argv: list[str] | None = None) -> int:
             if failed:
                 env["failed queries"] = "; ".join(failed)
             save(args.out, runs, _timings(timings), env)
+    if args.publish and runs:
+        publish(args.out.with_suffix(".json"))
     return 0
+
+
+def publish(run_json: Path) -> None:
+    """The run in ``run_json`` becomes benchmarks/latency/current.json and the latency table
+    of docs/performance.md (benchmarks/published.py)."""
+    from .. import published
+
+    published.main(["latency", str(run_json)])
+    published.main(["--write"])
 
 
 if __name__ == "__main__":

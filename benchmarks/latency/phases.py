@@ -28,6 +28,9 @@ from typing import Any
 #: Spark's phases of a batch (durationMs keys, ``plan`` summed).
 SPARK_PHASES = ("triggerExecution", "latestOffset", "walCommit", "plan", "addBatch",
                 "commitOffsets")
+#: The phases of a batch up to its sink's commit (addBatch's end), in the order they run.
+_TO_VISIBLE = ("latestOffset", "walCommit", "getBatch", "queryPlanning", "setOffsetRange",
+               "addBatch")
 #: eoskafka's own steps: (label, timing kind, phase or "total").
 EOS_STEPS = (
     ("source latestOffset()", "source_latest", "total"),
@@ -109,3 +112,25 @@ def phase_table(rows: list[dict[str, Any]]) -> list[str]:
             out.append(f"| {label} | " + " | ".join(_cell(c) for c in cells) + " |")
         out.append("")
     return out
+
+
+def modelled_latency(batches: list[dict[str, Any]], qs: tuple[float, ...] = (0.5, 0.99)
+                     ) -> list[float]:
+    """Produce-to-visible percentiles a query with these batches gives records that arrive
+    evenly, if reading, writing and committing them cost nothing beyond the batches: a
+    record arriving at ``t`` is planned by the first batch that starts after ``t`` and
+    visible when that batch ends. For a floor query (no Kafka) that is the latency floor of
+    its path through Spark; for the connector's batches it bounds its measured latency from
+    above (its records become visible as they are written, before the batch ends).
+    "Visible" is the end of addBatch (the sink's commit; Spark's commit log comes after)."""
+    spans = sorted((b["start"], b["start"] + sum(b["ms"].get(k, 0) for k in _TO_VISIBLE) / 1000)
+                   for b in batches)
+    samples: list[float] = []
+    for (prev, _), (start, end) in zip(spans, spans[1:], strict=False):
+        # arrivals every millisecond between the two batches' starts
+        n = max(int((start - prev) * 1000), 1)
+        samples += [(end - (prev + (start - prev) * (i + 0.5) / n)) * 1000 for i in range(n)]
+    if not samples:
+        return [float("nan")] * len(qs)
+    samples.sort()
+    return [samples[min(len(samples) - 1, int(q * len(samples)))] for q in qs]

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..common import charts
 from . import floor
-from .phases import phase_medians, phase_table
+from .phases import modelled_latency, phase_medians, phase_table
 from .probe import percentiles
 
 BASE = "built-in at-least-once"
@@ -101,6 +101,7 @@ def summarise(run: dict[str, Any], step: dict[str, Any], timings: list[dict[str,
         "source_first_ms": _median([t["first_batch_s"] * 1000 for t in reads
                                     if t.get("first_batch_s") is not None]),
         "load": f"{min(step['load']):.1f}–{max(step['load']):.1f}",
+        "modelled_p50_p99": modelled_latency(batches),
         "phase_ms": phase_medians(batches, hooks, commits, tasks, reads, src_latest,
                                   planning),
     }

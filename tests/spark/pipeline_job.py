@@ -2,7 +2,9 @@
 
 eoskafka source (read_committed) -> transform -> eoskafka exactly-once sink,
 Trigger.AvailableNow, checkpoint on disk. Faults come from EOSKAFKA_TEST_FAULTS, more
-sink options (JSON) from EOSKAFKA_TEST_SINK_OPTIONS.
+sink options (JSON) from EOSKAFKA_TEST_SINK_OPTIONS. EOSKAFKA_TEST_SOURCE=kafka reads
+with Spark's own connector instead (``kafka.isolation.level=read_committed``: the mixed
+pipeline of docs/latency.md), its jars on the driver's classpath.
 
     python pipeline_job.py BOOTSTRAP INPUT OUTPUT CHECKPOINT [MAX_OFFSETS] [MASTER]
 """
@@ -19,14 +21,20 @@ from pyspark.sql.streaming import StreamingQuery
 
 def start_pipeline(spark: SparkSession, bootstrap: str, source: str, sink: str,
                    checkpoint: str, max_offsets: str = "0",
-                   sink_options: dict[str, str] | None = None) -> StreamingQuery:
-    """The job's query, started in ``spark`` (the tests' own session restarts it there)."""
+                   sink_options: dict[str, str] | None = None,
+                   source_format: str = "eoskafka") -> StreamingQuery:
+    """The job's query, started in ``spark`` (the tests' own session restarts it there).
+
+    ``source_format="kafka"``: Spark's connector reads, read_committed (its default,
+    read_uncommitted, would pass on aborted records)."""
     reader = (
-        spark.readStream.format("eoskafka")
+        spark.readStream.format(source_format)
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", source)
         .option("startingOffsets", "earliest")
     )
+    if source_format == "kafka":
+        reader = reader.option("kafka.isolation.level", "read_committed")
     if max_offsets != "0":
         reader = reader.option("maxOffsetsPerTrigger", max_offsets)
     writer = (
@@ -47,18 +55,24 @@ def main(argv: list[str]) -> int:
     max_offsets = argv[4] if len(argv) > 4 else "0"
     master = argv[5] if len(argv) > 5 else "local[2,3]"
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv
-    spark = (
+    source_format = os.environ.get("EOSKAFKA_TEST_SOURCE", "eoskafka")
+    builder = (
         SparkSession.builder.master(master)
         .appName("eoskafka-pipeline-job")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.streaming.triggerAvailableNowWrapper.enabled", "true")
-        .getOrCreate()
     )
+    if source_format == "kafka":
+        from eos_kafka_source.apache_kafka.spark_connector import spark_jars
+
+        builder = builder.config("spark.jars", spark_jars())
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     # More sink options (e.g. delivery.guarantee), as JSON, from the test.
     options = json.loads(os.environ.get("EOSKAFKA_TEST_SINK_OPTIONS", "{}"))
-    query = start_pipeline(spark, bootstrap, source, sink, checkpoint, max_offsets, options)
+    query = start_pipeline(spark, bootstrap, source, sink, checkpoint, max_offsets, options,
+                           source_format)
     # The test's subprocess.run(timeout=600) would kill us silently: end first, and say so.
     if not query.awaitTermination(480):
         print("pipeline_job: the query did not end within 480 s", file=sys.stderr, flush=True)

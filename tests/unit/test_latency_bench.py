@@ -40,3 +40,16 @@ def test_phase_table_puts_each_variant_beside_the_floor() -> None:
     assert "| commitOffsets | 45 | 45 |" in table
     assert "| commit: decision write |  | 12 |" in table
     assert "source latestOffset()" not in table  # no variant timed it: no line
+
+
+def test_modelled_latency_of_back_to_back_batches() -> None:
+    """Batches of 200 ms one after the other: a record waits for the next batch to start
+    (0-200 ms) and for it to end (200 ms): p50 300 ms, p99 near 400 ms."""
+    from benchmarks.latency.phases import modelled_latency
+
+    batches = [{"start": 100.0 + 0.2 * i, "rows": 1, "ms": {"latestOffset": 10,
+                                                            "addBatch": 190}}
+               for i in range(20)]
+    p50, p99 = modelled_latency(batches)
+    assert 295 <= p50 <= 305 and 394 <= p99 <= 400
+    assert modelled_latency(batches[:1]) == [pytest.approx(float("nan"), nan_ok=True)] * 2

@@ -51,49 +51,33 @@ def test_history_pages_link_to_what_exists() -> None:
 
 
 def test_latency_table_from_the_benchmarks_own_json() -> None:
-    """``python -m benchmarks.published latency RUN.json`` reads report.py's JSON."""
-    def run(packing: str, waves: int, eos: tuple[float, float], spark: tuple[float, float]
+    """``python -m benchmarks.published latency RUN.json`` reads report.py's JSON: a row per
+    trigger, each variant's p99 over the connector's, the floor's modelled latency, and the
+    target with the floor that prevents it."""
+    def row(trigger: str, variant: str, p50: float, p99: float, **more: object
             ) -> dict[str, object]:
-        row = {"trigger": "default", "rate": 2000, "load": "8.2–8.5"}
-        return {"env": {"when": "2026-11-27 18:32 UTC", "job": "Kafka -> Spark -> Kafka",
-                        "steps": "40 s per rate", "Spark": "pyspark 4.3.0, local[2]",
-                        "connector": "spark-sql-kafka 4.2.0", "broker": "Apache Kafka 4.4.0",
-                        "cores": 2, "eoskafka maxPartitions": packing,
-                        "eoskafka waves": waves},
-                "rows": [{**row, "variant": "built-in at-least-once", "p50": spark[0],
-                          "p99": spark[1], "interval_ms": 555.5},
-                         {**row, "variant": "eoskafka exactly-once", "p50": eos[0],
-                          "p99": eos[1], "interval_ms": 1005.5, "source_tasks": 2.0}]}
+        return {"trigger": trigger, "rate": 2000, "load": "8.2–8.5", "variant": variant,
+                "p50": p50, "p99": p99, **more}
 
-    table = published.latency_run([run("not set (the default: the 2 task slots)", 1,
-                                       (1099.0, 2021.0), (805.0, 2200.0)),
-                                   run("4", 2, (3405.0, 5701.0), (907.0, 2329.0))])
+    env = {"when": "2026-11-28 20:40 UTC", "job": "Kafka -> Spark -> Kafka",
+           "steps": "40 s per rate", "Spark": "pyspark 4.3.0, local[2]",
+           "connector": "spark-sql-kafka 4.2.0", "broker": "Apache Kafka 4.4.0",
+           "cores": 2, "eoskafka maxPartitions": "not set", "eoskafka waves": 1,
+           "command": "python -m benchmarks.latency --triggers default,1s --publish"}
+    nan = float("nan")
+    table = published.latency_run([{"env": env, "rows": [
+        row("default", published.CONNECTOR, 200.0, 400.0),
+        row("default", published.EXACTLY, 500.0, 900.0),
+        row("default", published.MIXED, 450.0, 800.0),
+        row("default", published.FLOOR, nan, nan, modelled_p50_p99=[330.0, 640.0]),
+        row("1 s", published.CONNECTOR, 600.0, 1200.0),
+        row("1 s", published.EXACTLY, 650.0, 1100.0)]}])
     assert table["columns"] == published.LATENCY_COLUMNS
     assert table["rows"] == [
-        ["`maxPartitions` not set (the default: the 2 task slots)", "2 (1 wave)",
-         "1,099 / 2,021 ms", "805 / 2,200 ms", "1,006 ms"],
-        ["`maxPartitions=4`", "2 (2 waves)", "3,405 / 5,701 ms", "907 / 2,329 ms",
-         "1,006 ms"]]
-    assert "2,000 records/s, default trigger" in table["workload"]
+        ["default", "200 / 400 ms", "500 / 900 ms (2.25×)", "450 / 800 ms (2.00×)",
+         "330 / 640 ms (1.60×)", "≤ 1.5×: missed (the floor alone is 1.60×)"],
+        ["1 s", "600 / 1,200 ms", "650 / 1,100 ms (0.92×)", "not run", "not run",
+         "≤ 1×: met"]]
+    assert table["command"] == env["command"]
+    assert "2,000 records/s" in table["workload"]
     assert table["machine"] == "2 cores, load 8.2 to 8.5 (1 min)"
-
-
-def test_formats_table_from_the_benchmarks_own_json() -> None:
-    """``python -m benchmarks.published formats RUN.json`` reads endtoend.py's JSON."""
-    row = ["read: batch -> noop, every field", "8k rec/s (8–8k)", "28k rec/s (27–29k)",
-           "3.46×", "yes"]
-    run = {"env": {"when": "2026-11-27 19:12 UTC", "runs": 3, "cores": 2,
-                   "records": "20,000 Avro records (10 fields) in 4 partitions",
-                   "Spark": "pyspark 4.3.0, local[2]",
-                   "connector": "spark-sql-kafka-0-10_2.13 + spark-avro_2.13 4.2.0",
-                   "broker": "Apache Kafka 4.4.0, 1 node (KRaft)",
-                   "registry": "Apicurio Registry 3.3.3"},
-           "columns": ["measure", "Spark's", "eoskafka", "ratio", "≥ 1×"], "rows": [row],
-           "measures": [{"name": "read", "records": 20000, "loads": [8.3, 5.25],
-                         "times": {}, "target": ""}]}
-    table = published.formats_run(run)
-    assert table["rows"] == [row] and table["columns"] == run["columns"]
-    assert table["machine"] == "2 cores, load 5.2 to 8.3 (1 min) during the runs"
-    assert table["versions"].endswith("Apicurio Registry 3.3.3")
-    assert table["command"] == "make bench-formats"
-    assert "medians of 3 interleaved runs" in table["workload"]

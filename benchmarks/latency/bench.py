@@ -90,7 +90,8 @@ def variants_named(names: str) -> list[str]:
     return picked
 
 
-def start_spark(timings: Path, spark_home: Path | None = None) -> Any:
+def start_spark(timings: Path, spark_home: Path | None = None,
+                conf: dict[str, str] | None = None) -> Any:
     from eos_kafka_source.apache_kafka.spark_connector import spark_jars
 
     if spark_home is not None:
@@ -108,6 +109,7 @@ def start_spark(timings: Path, spark_home: Path | None = None) -> Any:
              .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
              # A loaded machine starts Python workers slowly (default 15 s: failed a query)
              .config("spark.python.authenticate.socketTimeout", "120s")
+             .config(map=conf or {})
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -268,7 +270,7 @@ def _timings(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.latency", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rates", default="1000,20000,100000")
@@ -288,26 +290,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="eoskafka's maxPartitions (default: not set, so the source's "
                              f"default, the task slots: one wave of tasks; {PARTITIONS}: one "
                              "input partition per Kafka partition, as Spark's connector)")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting of the benchmark's session (repeatable), for "
+                             "every variant alike")
     parser.add_argument("--publish", action="store_true",
                         help="afterwards, make this run the published one: "
                              "benchmarks/latency/current.json and docs/performance.md's "
                              "latency table (move the old table to RESULTS.md yourself)")
     parser.add_argument("--from-json", type=Path, default=None,
                         help="no run: tables and charts again from a run's JSON")
-    args = parser.parse_args(argv)
-    if args.from_json is not None:
-        kept = json.loads(args.from_json.read_text())
-        save(args.out, kept["runs"], kept["timings"], kept["env"])
-        if args.publish:
-            publish(args.out.with_suffix(".json"))
-        return 0
+    return parser.parse_args(argv)
+
+
+def _environment(args: argparse.Namespace, argv: list[str] | None,
+                 conf: dict[str, str]) -> dict[str, Any]:
+    """What the run's report says it ran on, and with which command."""
     import pyspark
 
     from eos_kafka_source.apache_kafka.spark_connector import connector_version
 
-    rates = [int(r) for r in args.rates.split(",")]
-    triggers = triggers_named(args.triggers)
-    variants = variants_named(args.variants)
     env: dict[str, Any] = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "command": "python -m benchmarks.latency " + shlex.join(
@@ -320,6 +321,24 @@ def main(argv: list[str] | None = None) -> int:
         "uptime at start": os.popen("uptime").read().strip(),
         "Python workers import": "the installed pyspark" if args.installed_pyspark
         else "pyspark.zip (Spark's default)"}
+    if conf:
+        env["Spark settings"] = ", ".join(f"{k}={v}" for k, v in conf.items())
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    if args.from_json is not None:
+        kept = json.loads(args.from_json.read_text())
+        save(args.out, kept["runs"], kept["timings"], kept["env"])
+        if args.publish:
+            publish(args.out.with_suffix(".json"))
+        return 0
+    rates = [int(r) for r in args.rates.split(",")]
+    triggers = triggers_named(args.triggers)
+    variants = variants_named(args.variants)
+    conf = dict(kv.split("=", 1) for kv in args.spark_conf)
+    env = _environment(args, argv, conf)
     scratch = Path(tempfile.mkdtemp(prefix="eoskafka-latency-"))
     timings = scratch / "timings.jsonl"
     runs: list[dict[str, Any]] = []
@@ -329,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         with KafkaCluster(nodes=1, version=KAFKA_VERSION) as kafka:
             cfg = ClientConfig.from_options({"kafka.bootstrap.servers": kafka.bootstrap_servers})
             spark = start_spark(timings, installed_pyspark_home(scratch)
-                                if args.installed_pyspark else None)
+                                if args.installed_pyspark else None, conf)
             floor.register(spark)
             slots = spark.sparkContext.defaultParallelism
             max_parts = args.max_partitions  # None: the source's default (the task slots)

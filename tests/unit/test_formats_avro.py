@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
+from io import BytesIO
 from typing import Any
 
+import fastavro
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from eos_kafka_source.errors import (
@@ -545,6 +549,66 @@ def test_column_wise_misfits_are_named_by_the_record_by_record_path(
     rows[2] = {**rows[2], field: value}  # type: ignore[dict-item]
     with pytest.raises(PayloadEncodeError, match=f"column value, row 2: .*{why}"):
         enc.encode(pa.array(rows, dec.arrow_type), "value")
+
+
+def test_column_wise_varints_are_fastavros_at_every_width() -> None:
+    from eos_kafka_source.formats import avro_columnar
+
+    edges = sorted({s * ((1 << (7 * k)) + d) for k in range(10) for d in (-1, 0, 1)
+                    for s in (1, -1)} | {2**63 - 1, -2**63})
+    edges = [e for e in edges if -2**63 <= e < 2**63]
+    parsed = fastavro.parse_schema("long")
+
+    def fastavros(v: int) -> bytes:
+        out = BytesIO()
+        fastavro.schemaless_writer(out, parsed, v)
+        return out.getvalue()
+
+    for values in (edges, [e for e in edges if abs(e) < 2**40], [300, 301], [1, 2]):
+        got = avro_columnar.varints(np.array(values, np.int64)).to_pylist()
+        assert got == [fastavros(v) for v in values]
+
+
+def test_column_wise_encoding_of_slices_and_values_under_null_records() -> None:
+    """A batch that starts inside its buffers (a slice), and a nullable record whose null
+    rows still hold field values (Arrow keeps a null struct's children): those values are
+    not written, byte for byte as fastavro writes the rows."""
+    from eos_kafka_source.formats import avro_columnar
+
+    schema = record(("k", "long"), ("inner", ["null", record(
+        ("s", "string"), ("n", ["null", "long"]), ("d", "double"), name="In")]),
+        ("t", ["string", "null"]))
+    _, enc, dec = _codec(schema)
+    rows = [{"k": k * 10**k % 2**40, "inner": {"s": "é" * (k % 5), "n": None if k % 3 else k,
+                                                "d": k / 3},
+             "t": None if k % 4 == 1 else f"t{k}"} for k in range(40)]
+    column = pa.array(rows, dec.arrow_type)
+    children = [column.field(i) for i in range(3)]
+    hidden = pa.array([k % 2 == 0 for k in range(40)])  # odd rows: a null record, kept data
+    inner = pa.StructArray.from_arrays(children[1].flatten(), fields=list(
+        dec.arrow_type.field("inner").type), mask=pc.invert(hidden))
+    column = pa.StructArray.from_arrays([children[0], inner, children[2]],
+                                        fields=list(dec.arrow_type))
+    expected = [{**r, "inner": r["inner"] if k % 2 == 0 else None} for k, r in enumerate(rows)]
+    for part, want in ((column, expected), (column.slice(7, 20), expected[7:27])):
+        raw = enc._prepare(part, "v")
+        ours = avro_columnar.encode(raw, enc.root, framing.header(1))
+        assert ours is not None and ours.to_pylist() == enc._one_by_one(raw, "v").to_pylist()
+        assert dec.decode(ours, where).values.to_pylist() == want
+
+
+def test_a_schema_the_column_wise_path_does_not_cover_is_written_record_by_record() -> None:
+    from eos_kafka_source.formats import avro_columnar
+
+    _, enc, dec = _codec(record(("a", {"type": "array", "items": "long"}),
+                                ("u", ["null", "long", "string"])))
+    assert not avro_columnar.supported(enc.root)
+    rows = [{"a": [1, 2], "u": {"member0": 3, "member1": None}},
+            {"a": [], "u": {"member0": None, "member1": "x"}}, {"a": [-1], "u": None}]
+    column = pa.array(rows, dec.arrow_type)
+    payloads = enc.encode(column, "v")
+    assert payloads.to_pylist() == enc._one_by_one(enc._prepare(column, "v"), "v").to_pylist()
+    assert dec.decode(payloads, where).values.to_pylist() == rows
 
 
 def test_references_round_trip_and_resolve() -> None:

@@ -51,6 +51,16 @@ class Txn:
     committed: bool
 
 
+@dataclass(frozen=True)
+class Marker:
+    """One control record (COMMIT or ABORT) in a partition, whether or not it ended data."""
+
+    offset: int
+    producer_id: int
+    epoch: int
+    commit: bool
+
+
 @dataclass
 class PartitionView:
     committed: list[Rec] = field(default_factory=list)
@@ -58,6 +68,7 @@ class PartitionView:
     open: list[Rec] = field(default_factory=list)
     open_producers: set[int] = field(default_factory=set)
     transactions: list[Txn] = field(default_factory=list)  # ended ones, in marker order
+    markers: list[Marker] = field(default_factory=list)  # every control record, in order
     last_txn_data: int = -1  # base offset of the last transactional data batch
     high_watermark: int = 0
     last_stable: int = 0
@@ -172,6 +183,9 @@ def _resolve(
                     if first is not None and kind in (_ABORT, _COMMIT):
                         view.transactions.append(Txn(batch.producer_id, first[1], first[0],
                                                      batch.base_offset, kind == _COMMIT))
+                    if kind in (_ABORT, _COMMIT):
+                        view.markers.append(Marker(batch.base_offset, batch.producer_id,
+                                                   batch.producer_epoch, kind == _COMMIT))
                     if kind == _COMMIT:
                         view.committed.extend(done)
                     elif kind == _ABORT:

@@ -201,17 +201,23 @@ def create_topic(
     config: dict[str, str] | None = None,
     *,
     exist_ok: bool = False,
+    replicas: Sequence[Sequence[int]] | None = None,
 ) -> None:
-    """Create a topic and wait until its metadata shows every partition."""
+    """Create a topic and wait until its metadata shows every partition. ``replicas``: each
+    partition's replicas by node id, the first its preferred leader (then ``partitions`` and
+    ``replication`` follow from it): the brokers place them otherwise."""
     version = wire.version(CreateTopicsRequest)
-    topic = CreateTopicsRequest.CreatableTopic(
+    Topic = CreateTopicsRequest.CreatableTopic
+    if replicas is not None:
+        partitions = len(replicas)
+    topic = Topic(
         name=name,
-        num_partitions=partitions,
-        replication_factor=replication,
-        assignments=[],
+        num_partitions=-1 if replicas is not None else partitions,
+        replication_factor=-1 if replicas is not None else replication,
+        assignments=[Topic.CreatableReplicaAssignment(partition_index=i, broker_ids=list(nodes))
+                     for i, nodes in enumerate(replicas or ())],
         configs=[
-            CreateTopicsRequest.CreatableTopic.CreatableTopicConfig(name=k, value=v)
-            for k, v in (config or {}).items()
+            Topic.CreatableTopicConfig(name=k, value=v) for k, v in (config or {}).items()
         ],
     )
     request = CreateTopicsRequest[version](topics=[topic], timeout_ms=30000, validate_only=False)

@@ -68,8 +68,6 @@ CONNECTOR = "built-in at-least-once"
 EXACTLY = "eoskafka exactly-once"
 MIXED = "built-in source + eoskafka exactly-once sink"
 FLOOR = "Python floor: 2 partitions (one wave)"
-#: p99 of eoskafka exactly-once / Spark's connector's, by trigger
-LATENCY_TARGETS = {"default": 1.5, "1 s": 1.0}
 
 
 def _ms(value: float) -> str:
@@ -86,7 +84,9 @@ def _vs(row: dict[str, Any] | None, spark: dict[str, Any], p50: str = "p50",
 
 def _target(trigger: str, eos: dict[str, Any], spark: dict[str, Any],
             floor: dict[str, Any] | None) -> str:
-    want = LATENCY_TARGETS.get(trigger)
+    from .latency.report import TARGET_RATIOS
+
+    want = TARGET_RATIOS.get(trigger)
     if want is None or not spark.get("p99"):
         return ""
     got = eos["p99"] / spark["p99"]

@@ -39,7 +39,7 @@ EOS_STEPS = (
     ("reading task: handing batches to Spark", "source_read", "handed"),
     ("writing task: InitProducerId", "task", "open"),
     ("writing task: abort-mark check", "task", "abort_check"),
-    ("writing task: write (of which waiting for input)", "task", "write"),
+    ("writing task: write (input and Produce)", "task", "write"),
     ("writing task: hand-off (flush)", "task", "handoff"),
     ("driver commit() hook", "commit_hook", "total"),
     ("commit: verify", "commit", "verify"),

@@ -50,7 +50,7 @@ _SIDE_READ = ("Format", "Subject", "SchemaVersion", "SchemaId", "Schema", "Messa
 _SIDE_WRITE = ("Format", "Subject")
 #: Option names, as users write them (the parsers' allowed lists add these).
 SOURCE_FORMAT_OPTIONS = (*(s + n for s in SIDES for n in _SIDE_READ), "mode",
-                         "includeSchemaId")
+                         "includeSchemaId", "includeDeadLetter")
 SINK_FORMAT_OPTIONS = (*(s + n for s in SIDES for n in _SIDE_WRITE),
                        *(f"{s}.subject.name.strategy" for s in SIDES),
                        "auto.register.schemas", "use.latest.version",
@@ -203,6 +203,8 @@ class ReadFormats:
     registry: RegistryConfig
     mode: str = FAILFAST
     include_schema_id: bool = False
+    #: ``includeDeadLetter``: the ``deadLetter`` column (formats/dead_letter.py).
+    include_dead_letter: bool = False
 
     @property
     def sides(self) -> tuple[ReadSide, ...]:
@@ -213,7 +215,7 @@ class ReadFormats:
         """From the lower-cased option map of a read subscribed to ``topics`` (empty for
         a pattern); None when both sides are raw (every format option then refused)."""
         formats = _formats(opts, lambda side: tuple(side + n for n in _SIDE_READ[1:]),
-                           ("mode", "includeSchemaId"))
+                           ("mode", "includeSchemaId", "includeDeadLetter"))
         if formats is None:
             return None
         mode_raw = _get(opts, "mode")
@@ -224,9 +226,14 @@ class ReadFormats:
         value, key = (ReadSide.parse(opts, s, formats[s], topics) if formats[s] != RAW
                       else None for s in SIDES)
         include = _bool(opts, "includeSchemaId", False)
+        dead_letter = _bool(opts, "includeDeadLetter", False)
+        if dead_letter and mode != PERMISSIVE:
+            raise ConfigError("includeDeadLetter=true needs mode=PERMISSIVE: under FAILFAST "
+                              "a payload that does not decode fails the query, so no row "
+                              "would be a dead letter. Set option('mode', 'PERMISSIVE').")
         registry = _registry(opts, True, _named(formats))
         assert registry is not None
-        return cls(value, key, registry, mode, include)
+        return cls(value, key, registry, mode, include, dead_letter)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import PayloadDecodeError
+from .dead_letter import DEAD_LETTER_COLUMN, dead_letters
 from .header_ids import prefixed
 from .plans import ReadPlan, WritePlan, codec, registry_client
 from .resolve import ERROR_COLUMN, SCHEMA_ID_COLUMN
@@ -81,6 +82,10 @@ class Decoding:
             errors = result.errors
             columns[ERROR_COLUMN.format(side=side)] = (
                 errors if errors is not None else pa.nulls(len(batch), pa.string()))
+        if self.plan.include_dead_letter:
+            columns[DEAD_LETTER_COLUMN] = dead_letters(
+                batch, {side: r.errors for side, r in decoded.items()},
+                self.schema.field(DEAD_LETTER_COLUMN).type)
         arrays = []
         for field in self.schema:
             array = columns.get(field.name)

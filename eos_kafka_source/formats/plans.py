@@ -64,6 +64,8 @@ class ReadPlan:
     registry: RegistryConfig
     mode: str
     include_schema_id: bool
+    #: ``includeDeadLetter``: the ``deadLetter`` column (formats/dead_letter.py).
+    include_dead_letter: bool = False
 
     def side(self, name: str) -> SideRead | None:
         return next((s for s in self.sides if s.side == name), None)

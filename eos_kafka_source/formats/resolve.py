@@ -15,6 +15,7 @@ import pyarrow as pa
 from pyspark.sql.types import DataType, IntegerType, StringType, StructField, StructType
 
 from ..errors import ConfigError, SchemaError
+from .dead_letter import DEAD_LETTER_COLUMN, dead_letter_type
 from .options import ReadFormats, ReadSide, WriteFormats, WriteSide
 from .plans import ReadPlan, SideRead, SideWrite, WritePlan, codec, registry_client
 from .registry import SchemaRegistry
@@ -53,7 +54,8 @@ def resolve_read(formats: ReadFormats) -> ReadPlan:
         extra = {"message": side.message} if side.message is not None else {}
         arrow = fmt.arrow_type(reader, client, **extra)
         sides.append(SideRead(side.side, side.module, reader, arrow, side.message))
-    return ReadPlan(tuple(sides), formats.registry, formats.mode, formats.include_schema_id)
+    return ReadPlan(tuple(sides), formats.registry, formats.mode, formats.include_schema_id,
+                    formats.include_dead_letter)
 
 
 def _named(side: ReadSide, reader: RegisteredSchema) -> str:
@@ -71,7 +73,8 @@ def spark_type(arrow: pa.DataType) -> DataType:
 
 def read_schema(kafka: StructType, plan: ReadPlan) -> StructType:
     """The Kafka source schema with ``value``/``key`` as the decoded types, then the
-    schema-id columns (``includeSchemaId``) and, in PERMISSIVE mode, the error columns."""
+    schema-id columns (``includeSchemaId``) and, in PERMISSIVE mode, the error columns and
+    the ``deadLetter`` column (``includeDeadLetter``)."""
     types = {s.side: spark_type(s.arrow_type) for s in plan.sides}
     fields = [StructField(f.name, types.get(f.name, f.dataType), True) for f in kafka.fields]
     names = [s.side for s in plan.sides]
@@ -79,6 +82,8 @@ def read_schema(kafka: StructType, plan: ReadPlan) -> StructType:
         fields += [StructField(SCHEMA_ID_COLUMN.format(side=n), IntegerType()) for n in names]
     if plan.mode == PERMISSIVE:
         fields += [StructField(ERROR_COLUMN.format(side=n), StringType()) for n in names]
+    if plan.include_dead_letter:
+        fields.append(StructField(DEAD_LETTER_COLUMN, dead_letter_type()))
     return StructType(fields)
 
 

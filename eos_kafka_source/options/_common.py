@@ -30,7 +30,7 @@ SOURCE_OPTIONS = (
 SOURCE_IGNORED = ("groupIdPrefix", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs")
 SINK_OPTIONS = (
     "topic", "transactionalIdPrefix", "delivery.guarantee", "checkpointLocation",
-    "decisionLogLocation", "producer.batchRecords",
+    "decisionLogLocation", "producer.batchRecords", "deadLetterTopic",
     # Spark passes a named query's name (DataStreamWriter.queryName) to its sink.
     "queryName",
     # Spark users pass the source's includeHeaders to the sink too; as in Spark's sink, a

@@ -114,6 +114,10 @@ SOURCE = (
         "names", "const:eos_kafka_source.formats.schemas:FAILFAST"),
     Opt("includeSchemaId", "`false`", "add int columns `valueSchemaId` (and `keySchemaId`): "
         "each record's writer schema id"),
+    Opt("includeDeadLetter", "`false`", "with `mode=PERMISSIVE`: add a `deadLetter` struct "
+        "column, null where the record decoded, else the record as it was (raw `key`, `value`, "
+        "`headers`, `topic`, `partition`, `offset`, `timestamp`) with `stage` and `error`; "
+        "the sink's `deadLetterTopic` writes it ([formats](formats.md#dead-letters))"),
     Opt("groupIdPrefix", "", "accepted for Spark jobs that set it; no effect"),
     Opt("fetchOffset.numRetries", "", "accepted for Spark jobs that set it; no effect"),
     Opt("fetchOffset.retryIntervalMs", "", "accepted for Spark jobs that set it; no effect"),
@@ -138,6 +142,10 @@ SINK = (
     Opt("delivery.guarantee", "`exactly_once`", "or `at_least_once`: idempotent writes, "
         "visible at once, no transactions (Spark's sink)", "sink:delivery"),
     Opt("producer.batchRecords", "10000", "records per produce batch", "sink:linger_records"),
+    Opt("deadLetterTopic", "none", "rows whose `deadLetter` column is set (a PERMISSIVE read "
+        "with `includeDeadLetter`) go here as their original records, with Kafka Connect's "
+        "`__connect.errors.*` context headers, in the same transaction as the good rows "
+        "([formats](formats.md#dead-letters)); the topic must exist", "sink:dead_letter_topic"),
     Opt("includeHeaders", "`false`", "accepted as Spark's sink accepts it; a `headers` column "
         "is written whenever the input has one"),
     Opt("valueFormat", "`raw`", "`avro`, `protobuf` or `json`: encode a struct `value` in "

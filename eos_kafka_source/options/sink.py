@@ -1,4 +1,5 @@
-"""Sink options: topic, delivery guarantee, transactional ids, transaction timeout."""
+"""Sink options: topic, dead-letter topic, delivery guarantee, transactional ids,
+transaction timeout."""
 
 from __future__ import annotations
 
@@ -110,6 +111,8 @@ class SinkOptions:
     batch_bytes: int = DEFAULT_BATCH_BYTES
     #: ``valueFormat``/``keyFormat`` and the schema options; None when both are raw.
     formats: WriteFormats | None = None
+    #: ``deadLetterTopic``: where rows with a ``deadLetter`` go, raw (sink/task/dead_letters.py).
+    dead_letter_topic: str | None = None
 
     @property
     def exactly_once(self) -> bool:
@@ -134,6 +137,7 @@ class SinkOptions:
         if topic is not None:
             _check_topic("topic", topic.strip())
             topic = topic.strip()
+        dead_letter_topic = _dead_letter_topic(opts, topic)
         prefix = _get(opts, "transactionalIdPrefix")
         if prefix is not None and not _ID_PREFIX.fullmatch(prefix):
             raise ConfigError(f"transactionalIdPrefix {prefix[:250]!r} is not valid: use 1-200 "
@@ -160,4 +164,18 @@ class SinkOptions:
                              why=" It caps a produce batch's bytes, like the Java "
                                  "producer's; e.g. 1048576.") or 0,
             formats=WriteFormats.parse(opts),
+            dead_letter_topic=dead_letter_topic,
         )
+
+
+def _dead_letter_topic(opts: Mapping[str, str], topic: str | None) -> str | None:
+    """``deadLetterTopic``: a valid topic name, and not the good records' own topic."""
+    raw = _get(opts, "deadLetterTopic")
+    if raw is None:
+        return None
+    name = _check_topic("deadLetterTopic", raw.strip())
+    if name == topic:
+        raise ConfigError(f"deadLetterTopic is the topic option's topic ({name}): the records "
+                          f"that did not decode would be mixed with the good ones. Name "
+                          f"another topic, e.g. {name}-dlq.")
+    return name

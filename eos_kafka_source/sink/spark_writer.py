@@ -92,7 +92,8 @@ class _Writer:
         self.sink = SinkOptions.parse(self.options)
         formats = self.sink.formats
         columns.validate(schema, self.sink.topic,
-                         tuple(s.side for s in formats.sides) if formats else ())
+                         tuple(s.side for s in formats.sides) if formats else (),
+                         self.sink.dead_letter_topic)
         self.schema = schema
         #: valueFormat/keyFormat: the writer schemas, resolved on the driver before any task
         #: (:meth:`resolve_payload`); None for raw payloads, and in the commit worker.
@@ -169,12 +170,13 @@ class _Writer:
         Tasks would find the same, but only after every attempt of every task failed,
         and Spark would report "Writing job failed" with our message deep in a Java
         trace; raised here it is the error the write fails with (broker unreachable,
-        authentication failed, topic not found). Topics named by a ``topic`` column are
-        only known to the tasks.
+        authentication failed, topic not found); the same for ``deadLetterTopic``. Topics
+        named by a ``topic`` column are only known to the tasks.
         """
+        named = [t for t in (self.sink.topic, self.sink.dead_letter_topic) if t is not None]
         with self._wire() as wire:
-            if self.sink.topic is not None:
-                require_topics(wire, [self.sink.topic])
+            if named:
+                require_topics(wire, named)
             else:
                 wire.any_node()  # connects: reachability and credentials
 
@@ -184,6 +186,7 @@ class _Writer:
         # Imported here, on the executor: with its codec (pyarrow.compute, which pulls in
         # pandas, and aiokafka) it is half of the sink's import time, which the driver's
         # planning and commit workers (each new worker imports it again) do not need.
+        from .task.dead_letters import routed
         from .task.writer import TaskWriter
 
         spark = _task_context()
@@ -208,12 +211,14 @@ class _Writer:
             try:
                 self._refuse_if_aborted(wire, context)
                 timed.mark("abort_check")
+                encode = None
                 if self.payload is not None:  # struct columns -> the wire format, first
                     from ..formats.payload import Encoding
 
-                    iterator = Encoding(self.payload).batches(iterator)
+                    encode = Encoding(self.payload).apply
                 waiting = _Waited(iterator)
-                writer.write_batches(waiting)
+                # Dead letters (deadLetterTopic) split off before encoding, written raw.
+                writer.write_routed(routed(waiting, self.sink.dead_letter_topic, encode))
                 timed.mark("write")  # of which waiting.seconds for the input (the source)
                 handoff = writer.handoff()
                 timed.mark("handoff")

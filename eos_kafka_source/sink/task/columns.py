@@ -24,6 +24,7 @@ from pyspark.sql.types import (
 )
 
 from ...errors import SchemaError
+from .dead_letters import check_column
 
 _ACCEPTED = {
     "value": "binary or string",
@@ -36,10 +37,12 @@ _ACCEPTED = {
 
 
 def validate(schema: StructType, topic_option: str | None,
-             encoded: tuple[str, ...] = ()) -> None:
+             encoded: tuple[str, ...] = (), dead_letter_topic: str | None = None) -> None:
     """Raise SchemaError naming the column and the accepted types. ``encoded`` names the
     columns a format encodes (``valueFormat``/``keyFormat``): any type its codec takes,
-    checked against the schema when the writer resolves it (formats/resolve.py)."""
+    checked against the schema when the writer resolves it (formats/resolve.py). The
+    ``deadLetter`` column comes with ``deadLetterTopic`` (dead_letters.py)."""
+    check_column(schema, dead_letter_topic)
     fields = {f.name.lower(): f for f in schema.fields}
     if "value" not in fields:
         raise SchemaError(

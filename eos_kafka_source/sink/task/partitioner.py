@@ -39,14 +39,17 @@ class Router:
         self._sticky = itertools.count(start)
         self._memo: dict[tuple[bytes, int], int] = {}
 
-    def route(self, rows: Rows, chunk: int) -> Iterator[tuple[TopicPartition, Selection]]:
-        for topic, selection in self._by_topic(rows):
-            yield from self._by_partition(topic, rows, selection, chunk)
+    def route(self, rows: Rows, chunk: int,
+              topic: str | None = None) -> Iterator[tuple[TopicPartition, Selection]]:
+        """``topic``, when given, is every row's (the dead letters' topic), over both the
+        ``topic`` option and a ``topic`` column."""
+        for name, selection in self._by_topic(rows, topic):
+            yield from self._by_partition(name, rows, selection, chunk)
 
-    def _by_topic(self, rows: Rows) -> Iterator[tuple[str, Selection]]:
+    def _by_topic(self, rows: Rows, topic: str | None) -> Iterator[tuple[str, Selection]]:
         n = len(rows)
-        if self.topic is not None:
-            yield self.topic, slice(0, n)
+        if (topic or self.topic) is not None:
+            yield (topic or self.topic), slice(0, n)  # type: ignore[misc]
             return
         assert rows.topics is not None  # columns.validate() requires one or the other
         distinct = set(rows.topics)

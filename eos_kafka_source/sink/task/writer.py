@@ -179,11 +179,17 @@ class TaskWriter:
             raise
 
     def write_batches(self, batches: Iterable[pa.RecordBatch]) -> None:
-        for batch in batches:
-            self.write_batch(batch)
+        self.write_routed((batch, None) for batch in batches)
+
+    def write_routed(self, batches: Iterable[tuple[pa.RecordBatch, str | None]]) -> None:
+        """Batches, each with the topic all its rows go to (None: the usual routing)."""
+        for batch, topic in batches:
+            self.write_batch(batch, topic)
             fault_point("write.after_batch", task=self.context.task_partition)
 
-    def write_batch(self, batch: pa.RecordBatch) -> None:
+    def write_batch(self, batch: pa.RecordBatch, topic: str | None = None) -> None:
+        """``topic``: every row's topic, over the ``topic`` option and column (the dead
+        letters': dead_letters.py)."""
         self._check_record_sizes(batch)
         rows = unpack(batch)
         n = len(rows)
@@ -196,8 +202,8 @@ class TaskWriter:
         elif stamps.null_count:
             stamps = stamps.fill_null(now)
         values, keys = rows.values, rows.key_array
-        chunk = self._chunk_records(values, keys, n)
-        for tp, selection in self._router.route(rows, chunk):
+        chunk = self._chunk_records(values, keys, n, topic or self.topic)
+        for tp, selection in self._router.route(rows, chunk, topic):
             pending = self._buffers.get(tp)
             if pending is None:
                 pending = self._buffers[tp] = _Pending()
@@ -228,13 +234,14 @@ class TaskWriter:
                 "record. Nothing of this task was committed"
             )
 
-    def _chunk_records(self, values: pa.Array, keys: pa.Array | None, n: int) -> int:
+    def _chunk_records(self, values: pa.Array, keys: pa.Array | None, n: int,
+                       topic: str | None) -> int:
         """Records per partition to gather before sending (and per sticky-partition chunk):
         ``producer.batchRecords``, fewer for big records; as many as :func:`split_by_bytes`
         puts in one batch when sizes are even (so a send is one batch, not one and a bit).
         Uneven sizes are cut by bytes when sent."""
         size = (values.nbytes + (0 if keys is None else keys.nbytes)) / n + RECORD_OVERHEAD
-        limit = (self._batch_limit(self.topic) if self.topic
+        limit = (self._batch_limit(topic) if topic
                  else min(DEFAULT_MAX_MESSAGE_BYTES, self._request_budget))
         budget = limit - BATCH_OVERHEAD
         return max(1, min(self.batch_records, int(budget // size)))

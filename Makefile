@@ -119,15 +119,16 @@ test-kafka: kafka-jars kerberos-deps registry-app
 ## timeouts, driver kills): their own target, run by CI at a lane's end. Its two halves
 ## (the broker-level cases, the Spark ones) are targets too, so CI can put them in
 ## different lanes. The Spark half carries the payload explorer's daily seed
-## (tests/formats/test_formats_explorer.py, about a minute; `make explore-formats`).
-test-kafka-faults: kafka-jars
+## (tests/formats/test_formats_explorer.py, about a minute; `make explore-formats`) and the
+## dead-letter recipe through a driver kill (tests/formats/test_dead_letter_recovery.py).
+test-kafka-faults: kafka-jars registry-app
 	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m faults tests/broker tests/spark \
 	  tests/formats
 
 test-kafka-faults-broker: kafka-jars
 	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m faults tests/broker
 
-test-kafka-faults-spark: kafka-jars
+test-kafka-faults-spark: kafka-jars registry-app
 	EOSKAFKA_TEST_BROKER=kafka $(PY) -m pytest -q --durations=12 -m faults tests/spark tests/formats
 
 KAFKA39_TESTS := tests/broker/test_sink_protocol.py tests/broker/test_wire.py \

@@ -40,6 +40,8 @@ RUN = {
         "tests/formats/test_docs_formats.py::test_read_and_write_blocks",
     ("docs/formats.md", 'query = (orders.select("value")'):
         "tests/formats/test_docs_formats.py::test_read_and_write_blocks",
+    ("docs/formats.md", 'rows = (spark.readStream.format("eoskafka")'):
+        "tests/formats/test_docs_formats.py::test_dead_letter_recipe",
     ("docs/walkthrough.md", "# 5. inspect from a terminal"):
         "tests/spark/test_docs_snippets.py::test_walkthrough",
     **{("docs/security.md", first): f"tests/broker/test_docs_security.py::{test}"

@@ -55,3 +55,34 @@ def test_read_and_write_blocks(spark, bootstrap, schema_registry, unique,
                             AvroDeserializer(registry(schema_registry.url)))
     assert sorted(got, key=lambda r: r["id"]) == records
     assert_no_open_transactions(bootstrap, copy)
+
+
+def test_dead_letter_recipe(spark, bootstrap, schema_registry, unique, tmp_path: Path) -> None:
+    """The dead-letter recipe as written: each record once, in the clean topic or the
+    dead-letter topic (tests/formats/dead_letter_feed.py judges from the raw logs)."""
+    from confluent_kafka.schema_registry import Schema
+
+    from tests.formats.dead_letter_feed import assert_each_once, feed
+
+    topic, clean, dlq = f"{unique}-orders", f"{unique}-clean", f"{unique}-dlq"
+    create_topic(bootstrap, topic, partitions=2)
+    create_topic(bootstrap, clean, partitions=2)
+    create_topic(bootstrap, dlq)
+    url = schema_registry.url
+    registry(url).register_schema(f"{topic}-value", Schema(ORDER, "AVRO"))
+    ns: dict = {"spark": spark}
+    _run('rows = (spark.readStream.format("eoskafka")',
+         {'"localhost:9092"': repr(bootstrap), '"http://localhost:8081"': repr(url),
+          '"orders"': repr(topic), '"orders-clean"': repr(clean), '"orders-dlq"': repr(dlq),
+          '"/checkpoints/orders-clean"': repr(str(tmp_path / "chk"))}, ns)
+    query = ns["query"]
+    try:
+        process_all(query)  # the read starts at the latest offsets (a stream's default)
+        fed = feed(bootstrap, url, topic, partitions=2)
+        process_all(query)
+    finally:
+        query.stop()
+    assert fed.bad and fed.good
+    assert_each_once(bootstrap, url, topic, clean, dlq, fed)
+    assert_no_open_transactions(bootstrap, clean)
+    assert_no_open_transactions(bootstrap, dlq)

@@ -4,7 +4,9 @@ eoskafka source (read_committed) -> transform -> eoskafka exactly-once sink,
 Trigger.AvailableNow, checkpoint on disk. Faults come from EOSKAFKA_TEST_FAULTS, more
 sink options (JSON) from EOSKAFKA_TEST_SINK_OPTIONS. EOSKAFKA_TEST_SOURCE=kafka reads
 with Spark's own connector instead (``kafka.isolation.level=read_committed``: the mixed
-pipeline of docs/latency.md), its jars on the driver's classpath.
+pipeline of docs/latency.md), its jars on the driver's classpath. More source options
+(JSON) come from EOSKAFKA_TEST_SOURCE_OPTIONS, the columns written (a JSON list of SQL
+expressions; default key, value) from EOSKAFKA_TEST_COLUMNS.
 
     python pipeline_job.py BOOTSTRAP INPUT OUTPUT CHECKPOINT [MAX_OFFSETS] [MASTER]
 """
@@ -22,7 +24,9 @@ from pyspark.sql.streaming import StreamingQuery
 def start_pipeline(spark: SparkSession, bootstrap: str, source: str, sink: str,
                    checkpoint: str, max_offsets: str = "0",
                    sink_options: dict[str, str] | None = None,
-                   source_format: str = "eoskafka") -> StreamingQuery:
+                   source_format: str = "eoskafka", *,
+                   source_options: dict[str, str] | None = None,
+                   columns: list[str] | None = None) -> StreamingQuery:
     """The job's query, started in ``spark`` (the tests' own session restarts it there).
 
     ``source_format="kafka"``: Spark's connector reads, read_committed (its default,
@@ -37,9 +41,11 @@ def start_pipeline(spark: SparkSession, bootstrap: str, source: str, sink: str,
         reader = reader.option("kafka.isolation.level", "read_committed")
     if max_offsets != "0":
         reader = reader.option("maxOffsetsPerTrigger", max_offsets)
+    for key, value in (source_options or {}).items():
+        reader = reader.option(key, value)
     writer = (
         reader.load()
-        .selectExpr("key", "value")
+        .selectExpr(*(columns or ["key", "value"]))
         .writeStream.format("eoskafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", sink)
@@ -71,8 +77,10 @@ def main(argv: list[str]) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     # More sink options (e.g. delivery.guarantee), as JSON, from the test.
     options = json.loads(os.environ.get("EOSKAFKA_TEST_SINK_OPTIONS", "{}"))
-    query = start_pipeline(spark, bootstrap, source, sink, checkpoint, max_offsets, options,
-                           source_format)
+    query = start_pipeline(
+        spark, bootstrap, source, sink, checkpoint, max_offsets, options, source_format,
+        source_options=json.loads(os.environ.get("EOSKAFKA_TEST_SOURCE_OPTIONS", "{}")),
+        columns=json.loads(os.environ.get("EOSKAFKA_TEST_COLUMNS", "null")))
     # The test's subprocess.run(timeout=600) would kill us silently: end first, and say so.
     if not query.awaitTermination(480):
         print("pipeline_job: the query did not end within 480 s", file=sys.stderr, flush=True)

@@ -8,7 +8,8 @@ retries it at the new leader. Meanwhile the new leader lists the transaction ope
 the driver, finding no marker, asks whether it hangs. Kafka's ``kafka-transactions.sh
 find-hanging`` would not call it hanging (its coordinator still lists the partition), so
 eoskafka must not either: it says once that it waits on the coordinator, writes no ABORT,
-and every row lands once, in the order written.
+and every row lands once, in the order written; ``eoskafka txns``, asked meanwhile (the
+same judge), reports no hanging transaction, so advises no ABORT either.
 
 How the 15 minutes are shortened rather than waited for: the brokers'
 ``transaction.max.timeout.ms`` is :data:`MAX_TIMEOUT_MS` (2 s; Kafka accepts any value of
@@ -35,6 +36,7 @@ rows back.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -45,6 +47,7 @@ from pathlib import Path
 import pytest
 
 from eos_kafka_source.apache_kafka import KafkaCluster
+from eos_kafka_source.cli import main
 from eos_kafka_source.client.config import ClientConfig
 from eos_kafka_source.wire import create_topic, fetch_bounds, fetch_metadata, find_coordinator
 from tests.kafka_clusters import kafka_for_tests
@@ -98,13 +101,21 @@ def _serves(wire, topic: str, leader: int) -> bool:  # noqa: ANN001
     return True
 
 
+def _txns(h: Harness, checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    """``eoskafka txns --json`` on the sink's checkpoint and topic (its requests to the
+    paused node fail after 5 s, as the driver's do)."""
+    main(["txns", "--checkpoint", str(checkpoint), "-b", h.bootstrap, "--topic", h.topic,
+          "--json", "-c", "kafka.request.timeout.ms=5000"])
+    return json.loads(capsys.readouterr().out)
+
+
 def _lines(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
     return [r.getMessage() for r in caplog.records if text in r.getMessage()]
 
 
 def test_a_late_marker_past_the_mark_is_waited_for_not_aborted(
         kafka: KafkaCluster, unique: str, tmp_path: Path, faults,  # noqa: ANN001
-        caplog: pytest.LogCaptureFixture) -> None:
+        caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
     """Before the judge read Kafka's way, eoskafka counted this transaction hanging (open
     longer than the mark since it started, its coordinator's PrepareCommit notwithstanding)
     2 s after the marker went missing, wrote ABORT to the new leader and copied the rows
@@ -134,6 +145,8 @@ def test_a_late_marker_past_the_mark_is_waited_for_not_aborted(
         until(lambda: (_lines(caplog, WAITING), _lines(caplog, OWN_ABORT)),
               lambda said: any(said) or not committing.thread.is_alive(), timeout_s=120,
               what="the driver judging the missing marker")
+        # While the driver waits, the operator's check (the same judge) is asked too.
+        during = _txns(h, tmp_path / "ckpt", capsys) if _lines(caplog, WAITING) else None
     finally:
         os.kill(paused.pid, signal.SIGCONT)
     error = committing.outcome(180)
@@ -145,6 +158,13 @@ def test_a_late_marker_past_the_mark_is_waited_for_not_aborted(
                           f"coordinator ({coordinator}) held the commit: "
                           f"{_lines(caplog, OWN_ABORT)}")
     assert error is None, error
+    # eoskafka txns, asked while the marker was late: the transaction open past the mark,
+    # every partition asked, and no hanging transaction (no ABORT advised).
+    assert during is not None and during["unasked"] == [], during
+    opened = [o for p in during["partitions"] for o in p["open"]]
+    assert opened and opened[0]["first_offset"] == 0, opened
+    assert opened[0]["age_s"] > MAX_TIMEOUT_MS / 1000, opened
+    assert during["hanging"] == [], during["hanging"]
     decision = h.log.get(0) if h.log else None
     assert decision is not None and decision.done and not decision.lost
     waits = _lines(caplog, WAITING)

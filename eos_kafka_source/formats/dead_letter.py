@@ -92,8 +92,8 @@ def dead_letters(batch: pa.RecordBatch, errors: dict[str, pa.Array | None],
     fields = [name for name in _KAFKA_FIELDS if name in names]
     sub = pa.StructArray.from_arrays(
         [*children, pa.array(stages, pa.string()), pa.array(messages, pa.string())],
-        names=[*fields, "stage", "error"])
+        names=[*fields, "stage", "error"]).cast(arrow_type)  # cast the few failing rows
     # Back to the batch's rows: take() with a null index gives a null row.
     positions = pc.if_else(mask, pc.subtract(pc.cumulative_sum(mask.cast(pa.int64())), 1),
                            pa.scalar(None, pa.int64()))
-    return pc.take(sub, positions).cast(arrow_type)
+    return pc.take(sub, positions)

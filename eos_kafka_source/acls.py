@@ -134,7 +134,9 @@ def _name_from(kind: str, context: str) -> str:
             return pair.group(1)
         if quoted:
             return quoted.group(1)
-        # "<Request> [group] <topic>-<partition>" or "<Request> <topic>"
+        # "<Request> [group] <topic>-<partition>", "<Request> <topic>", or either followed
+        # by " by <producer>" ("Produce to t-0 by idempotent producer")
+        words = context.split(" by ", 1)[0].split()
         last = words[-1] if len(words) > 1 else ""
         head, _, tail = last.rpartition("-")
         return head if tail.isdigit() and head else last

@@ -150,8 +150,9 @@ def add_partitions_to_txn(
     def send(node: int) -> None:
         resp = wire.request(node, request, f"AddPartitionsToTxn {transactional_id}")
         code = add_partitions_error(resp)
-        if code:
-            raise for_code(code)(f"AddPartitionsToTxn {transactional_id} {sorted(partitions)}")
+        if code:  # naming the partitions answered with it (a refusal names their topic)
+            raise for_code(code)(f"AddPartitionsToTxn {transactional_id} "
+                                 f"{_answered(resp, code) or sorted(partitions)}")
 
     return with_coordinator(wire, transactional_id, send, deadline=deadline_s,
                             node=coordinator)[1]
@@ -175,15 +176,30 @@ def add_partitions_request(
     )
 
 
+#: Codes that say nothing of their own partition: OPERATION_NOT_ATTEMPTED marks the
+#: partitions Kafka skipped because another one of the request failed (a topic the principal
+#: may not write, among others it may), CONCURRENT_TRANSACTIONS asks to retry.
+_SECONDARY = (Code.OPERATION_NOT_ATTEMPTED, Code.CONCURRENT_TRANSACTIONS)
+
+
 def add_partitions_error(response: object) -> int:
-    """The response's error code, NONE if none; a real error before CONCURRENT_TRANSACTIONS."""
+    """The response's error code, NONE if none: the real error, before
+    CONCURRENT_TRANSACTIONS, before OPERATION_NOT_ATTEMPTED."""
     codes = {
         r.partition_error_code
         for topic in response.results_by_topic_v3_and_below  # type: ignore[attr-defined]
         for r in topic.results_by_partition
     } - {Code.NONE}
-    return max(codes, key=lambda c: (c != Code.CONCURRENT_TRANSACTIONS, c)) if codes \
-        else Code.NONE
+    return max(codes, key=lambda c: (_SECONDARY.index(c) if c in _SECONDARY else 2, c)) \
+        if codes else Code.NONE
+
+
+def _answered(response: object, code: int) -> list[TopicPartition]:
+    """The partitions an AddPartitionsToTxn ``response`` answered with ``code``."""
+    return sorted(
+        (topic.name, r.partition_index)
+        for topic in response.results_by_topic_v3_and_below  # type: ignore[attr-defined]
+        for r in topic.results_by_partition if r.partition_error_code == code)
 
 
 def produce_request(

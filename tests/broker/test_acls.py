@@ -37,7 +37,7 @@ from kafka.admin import (
     ResourcePatternFilter,
     ResourceType,
 )
-from pyspark.sql.types import BinaryType, StructField, StructType
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from eos_kafka_source.apache_kafka import KafkaCluster, KafkaTools, ListenerSpec
 from eos_kafka_source.client.config import ClientConfig
@@ -91,11 +91,13 @@ class Need:
 NEEDS = [
     Need("source-read", ("source", "group", "lag"), "TOPIC", ".in", "READ"),
     Need("group-read", ("group",), "GROUP", ".g", "READ"),
-    Need("sink-write", ("sink", "batch", "alo"), "TOPIC", ".out", "WRITE"),
-    Need("sink-read", ("sink", "txns", "audit"), "TOPIC", ".out", "READ"),
-    Need("ids-write", ("sink", "batch", "fence"), "TRANSACTIONAL_ID", ".p", "WRITE",
+    Need("sink-write", ("sink", "batch", "alo", "dlq"), "TOPIC", ".out", "WRITE"),
+    Need("sink-read", ("sink", "txns", "audit", "dlq"), "TOPIC", ".out", "READ"),
+    Need("ids-write", ("sink", "batch", "fence", "dlq"), "TRANSACTIONAL_ID", ".p", "WRITE",
          prefixed=True),
-    Need("groups-read", ("sink", "batch"), "GROUP", ".p", "READ", prefixed=True),
+    Need("groups-read", ("sink", "batch", "dlq"), "GROUP", ".p", "READ", prefixed=True),
+    Need("dlq-write", ("dlq",), "TOPIC", ".dlq", "WRITE"),
+    Need("dlq-read", ("dlq",), "TOPIC", ".dlq", "READ"),
 ]
 #: The module cluster's transaction.max.timeout.ms (20 minutes, not Kafka's 15).
 MAX_TIMEOUT_MS = 1_200_000
@@ -150,7 +152,7 @@ def prepare(admin: str) -> None:
     all but one), for any listener whose principals are named as :data:`USERS`."""
     with KafkaWire(ClientConfig.from_options({"kafka.bootstrap.servers": admin})) as wire:
         for user in USERS:
-            for suffix in (".in", ".out"):
+            for suffix in (".in", ".out", ".dlq"):
                 create_topic(wire, f"{user}{suffix}", 2)
     for user in USERS:
         write_plain(admin, f"{user}.in", [f"{user}-{i}".encode() for i in range(20)])
@@ -200,6 +202,28 @@ def role_sink(k: AclKafka, user: str, tmp: Path) -> Any:
     planner = EosKafkaDataSource(options).streamWriter(VALUE_SCHEMA, False)
     task = pickle.loads(pickle.dumps(planner))
     handoff = task.write(iter([pa.RecordBatch.from_pydict({"value": [b"a", b"b"]})]))
+    pickle.loads(pickle.dumps(planner)).commit([pickle.loads(pickle.dumps(handoff))], 0)
+
+
+DEAD_LETTER_SCHEMA = StructType([
+    StructField("value", BinaryType()),
+    StructField("deadLetter", StructType([StructField("value", BinaryType()),
+                                          StructField("error", StringType())]))])
+
+
+def role_dlq(k: AclKafka, user: str, tmp: Path) -> Any:
+    """The streaming sink with ``deadLetterTopic``: a good row to the output topic and a
+    dead letter to the dead-letter topic, in one task's transaction."""
+    options = {**k.options(user), "topic": f"{user}.out", "deadLetterTopic": f"{user}.dlq",
+               "transactionalIdPrefix": f"{user}.p.{tmp.name}",
+               "checkpointLocation": spark_checkpoint(tmp / "ckpt")}
+    planner = EosKafkaDataSource(options).streamWriter(DEAD_LETTER_SCHEMA, False)
+    task = pickle.loads(pickle.dumps(planner))
+    dead = pa.array([None, {"value": b"raw", "error": "bad"}],
+                    pa.struct([("value", pa.binary()), ("error", pa.string())]))
+    batch = pa.RecordBatch.from_arrays([pa.array([b"a", b"b"]), dead],
+                                       names=["value", "deadLetter"])
+    handoff = task.write(iter([batch]))
     pickle.loads(pickle.dumps(planner)).commit([pickle.loads(pickle.dumps(handoff))], 0)
 
 
@@ -256,7 +280,7 @@ class CliFailed(Exception):
 
 ROLES: dict[str, Callable[[AclKafka, str, Path], Any]] = {
     "source": role_source, "group": role_group, "sink": role_sink, "batch": role_batch,
-    "alo": role_alo, "fence": role_fence,
+    "alo": role_alo, "fence": role_fence, "dlq": role_dlq,
     "txns": role_txns, "audit": role_audit, "lag": role_lag,
 }
 
@@ -304,6 +328,10 @@ def test_the_documented_acls_suffice(role: str, acl_kafka: AclKafka, tmp_path: P
         prefix = f"full.p.{tmp_path.name}"
         with KafkaWire(ClientConfig.from_options(acl_kafka.options("full"))) as wire:
             assert fetch_offset(wire, claim_group(prefix), "full.out", 0) is not None
+    if role == "dlq":
+        dead = [r.value for pv in committed_view(acl_kafka.admin, "full.dlq").values()
+                for r in pv.committed]
+        assert b"raw" in dead
 
 
 def refusals_name_the_user(k: AclKafka, need: Need, tmp: Path,
@@ -322,6 +350,7 @@ def refusals_name_the_user(k: AclKafka, need: Need, tmp: Path,
         op = first.split(" may not ", 1)[1].split(" ", 1)[0]
         assert op in (need.operation, "DESCRIBE"), (role, first)
     assert open_producers(k, f"{user}.out") == set()
+    assert open_producers(k, f"{user}.dlq") == set()
 
 
 @pytest.mark.parametrize("need", NEEDS, ids=lambda n: n.key)

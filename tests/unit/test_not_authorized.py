@@ -22,6 +22,8 @@ CASES = [
      "--operation Read --topic my-out  "),
     (29, "Produce to ('my-out', 3) by q-1", None, "may not WRITE topic 'my-out'",
      "--operation Write --topic my-out  "),
+    (29, "Produce to my-out-3 by idempotent producer", None, "may not WRITE topic 'my-out'",
+     "--operation Write --topic my-out  "),
     (29, "Fetch in-1", None, "may not READ topic 'in'", "--operation Read --topic in  "),
     (29, "DescribeConfigs out", None, "may not DESCRIBE_CONFIGS topic 'out'",
      "--operation DescribeConfigs --topic out  "),
@@ -47,3 +49,25 @@ def test_refusal_names_resource_operation_and_acl(code, context, resource, says,
             " --add --allow-principal User:etl ") in first
     assert acl in first
     assert f"Kafka error {code} " in first and "docs/acls.md" in first
+
+
+def test_add_partitions_refused_for_one_topic_names_that_topic() -> None:
+    """Kafka answers the partitions it did not try OPERATION_NOT_ATTEMPTED (55) when another
+    topic of the request is refused (a dead-letter topic the principal may write beside an
+    output topic it may not): the refusal is the error, naming the refused topic."""
+    from types import SimpleNamespace as NS
+
+    from eos_kafka_source.wire.txn import _answered, add_partitions_error
+
+    def topic(name: str, code: int) -> NS:
+        return NS(name=name, results_by_partition=[NS(partition_index=0,
+                                                      partition_error_code=code)])
+
+    resp = NS(results_by_topic_v3_and_below=[topic("q.dlq", 55), topic("q.out", 29)])
+    assert add_partitions_error(resp) == 29
+    assert _answered(resp, 29) == [("q.out", 0)]
+    remember_client("etl", "b1:9092")
+    first = str(for_code(29)(f"AddPartitionsToTxn q-0 {_answered(resp, 29)}")).splitlines()[0]
+    assert "may not WRITE topic 'q.out'" in first
+    busy = NS(results_by_topic_v3_and_below=[topic("a", 55), topic("b", 51)])
+    assert add_partitions_error(busy) == 51  # retried, before "not attempted"

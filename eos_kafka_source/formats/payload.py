@@ -101,6 +101,14 @@ class Decoding:
             yield self.apply(batch)
 
 
+def decoded(plan: ReadPlan, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
+            ) -> Iterator[pa.RecordBatch]:
+    """A read's Kafka-schema ``batches`` (headers included) as batches of the declared
+    ``schema``: the one entry a partition's read hands its batches to, the decoders built
+    when the first batch comes (on the executor, once per task)."""
+    yield from Decoding(plan, schema).batches(batches)
+
+
 class Encoding:
     """Encodes a write's struct columns to binary in the wire format."""
 

@@ -52,7 +52,8 @@ def to_input_partitions(options: SourceOptions, ranges: Sequence[OffsetRange],
         return KafkaInputPartition(
             r.topic, r.partition, r.start, r.end, options.client,
             read_committed=options.read_committed,
-            include_headers=options.include_headers,
+            # Decoded payloads need the headers: a schema id may be in one, not the prefix.
+            include_headers=options.include_headers or payload is not None,
             fetch_max_bytes=options.fetch_max_bytes,
             poll_timeout_ms=options.poll_timeout_ms,
             fail_on_data_loss=options.fail_on_data_loss,

@@ -19,8 +19,7 @@ partition, never "whatever is there now".
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
-from dataclasses import replace
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -32,7 +31,8 @@ from ..records import BatchHeader, ColumnBuilder
 from ..records.decode import arrow_schema
 from ..timings import Phases
 from ..visibility import visible_batches
-from ..wire import KafkaWire, LogCursor, fetch_bounds, fetch_metadata, leader_of
+from ..wire import KafkaWire, fetch_bounds, fetch_metadata, leader_of
+from ..wire.fetch import LogCursors
 from ..wire.kept import kept_wire
 from ..wire.retry import LEADER_MOVED, Deadline
 from .partitions import KafkaInputPartition, KafkaPackedPartition
@@ -41,8 +41,6 @@ log = logging.getLogger(__name__)
 
 #: Rows per yielded Arrow batch (one Kafka batch more can push a batch a little past it).
 BATCH_ROWS = 65_536
-#: "No stop": a scan-ahead cursor reads until it finds what it looks for.
-_NO_STOP = 1 << 62
 #: Leaders by (topic, partition), shared by the ranges of one task.
 Leaders = dict[tuple[str, int], int]
 
@@ -62,14 +60,12 @@ def read_input(partition: InputPartition, schema: Any) -> Iterator[pa.RecordBatc
     if payload is None:
         return _timed_read((batch for part in parts
                             for batch in read_partition(part, arrow, leaders)), len(parts))
-    # Decoded after the visibility filter, from the full Kafka columns: one decoder per task.
-    from ..formats.payload import Decoding
+    # Decoded after the visibility filter, from the full Kafka columns (headers included,
+    # as planned: a schema id may be in one): one decoder per task.
+    from ..formats.payload import decoded
 
-    # Headers are read too: a schema id may be in one instead of the payload's prefix.
-    return _timed_read(Decoding(payload, arrow).batches(
-        batch for part in parts
-        for batch in read_partition(replace(part, include_headers=True), None, leaders)),
-        len(parts))
+    return _timed_read(decoded(payload, arrow, (
+        batch for part in parts for batch in read_partition(part, None, leaders))), len(parts))
 
 
 def _timed_read(batches: Iterator[pa.RecordBatch], ranges: int) -> Iterator[pa.RecordBatch]:
@@ -250,26 +246,8 @@ def _visible(
 ) -> Iterator[tuple[BatchHeader, memoryview]]:
     """The batches of ``[start, part.end)`` a reader may see (all data batches when
     ``read_committed`` is off)."""
-    tp = (part.topic, part.partition)
-    cursors: list[LogCursor] = []
-
-    def open_cursor(offset: int, stop: int | None) -> Iterable[tuple[BatchHeader, memoryview]]:
-        cursor = LogCursor(
-            wire, leader, tp, offset, _NO_STOP if stop is None else stop,
-            max_bytes=part.fetch_max_bytes, deadline_s=part.poll_timeout_ms / 1000,
-            check_crc=part.check_crcs,
-        )
-        cursors.append(cursor)
-        return cursor
-
-    def abort_hints() -> list[tuple[int, int]]:
-        hints: list[tuple[int, int]] = []
-        for cursor in cursors:
-            hints.extend(cursor.aborted_hints)
-            cursor.aborted_hints.clear()
-        return hints
-
-    return visible_batches(
-        open_cursor, start, part.end, read_committed=part.read_committed,
-        abort_hints=abort_hints,
-    )
+    cursors = LogCursors(wire, leader, (part.topic, part.partition),
+                         max_bytes=part.fetch_max_bytes,
+                         deadline_s=part.poll_timeout_ms / 1000, check_crc=part.check_crcs)
+    return visible_batches(cursors.open, start, part.end, read_committed=part.read_committed,
+                           abort_hints=cursors.abort_hints)

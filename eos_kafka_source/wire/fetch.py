@@ -346,3 +346,37 @@ class LogCursor:
                     f"{self.tp[0]}-{self.tp[1]}: {what} but offsets up to {self.stop} were "
                     f"planned; gave up after {self.deadline_s:.0f}s (kafkaConsumer.pollTimeoutMs)"
                 )
+
+
+#: "No stop": a scan-ahead cursor reads until it finds what it looks for.
+NO_STOP = 1 << 62
+
+
+class LogCursors:
+    """The cursors one range's read opens on its partition's log: the range's own and, under
+    read_committed, those scanning ahead for a transaction's marker. The visibility filter
+    opens them and collects the aborted transactions their Fetch responses listed, here in
+    the wire layer, without calling back into the reader that started it."""
+
+    def __init__(self, wire: KafkaWire, leader: int, tp: TopicPartition, *,
+                 max_bytes: int, deadline_s: float, check_crc: bool) -> None:
+        self.wire, self.leader, self.tp = wire, leader, tp
+        self.max_bytes, self.deadline_s, self.check_crc = max_bytes, deadline_s, check_crc
+        self._opened: list[LogCursor] = []
+
+    def open(self, offset: int, stop: int | None) -> LogCursor:
+        """A cursor from ``offset`` to ``stop`` (None: until the reader stops asking)."""
+        cursor = LogCursor(self.wire, self.leader, self.tp, offset,
+                           NO_STOP if stop is None else stop, max_bytes=self.max_bytes,
+                           deadline_s=self.deadline_s, check_crc=self.check_crc)
+        self._opened.append(cursor)
+        return cursor
+
+    def abort_hints(self) -> list[tuple[int, int]]:
+        """The (producer id, first offset) aborted-transaction entries the cursors' Fetch
+        responses listed since the last call."""
+        hints: list[tuple[int, int]] = []
+        for cursor in self._opened:
+            hints.extend(cursor.aborted_hints)
+            cursor.aborted_hints.clear()
+        return hints

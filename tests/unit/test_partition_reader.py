@@ -4,6 +4,8 @@ Spark checks."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from eos_kafka_source.client.config import ClientConfig
@@ -15,6 +17,9 @@ from eos_kafka_source.source import partition_reader as pr
 from eos_kafka_source.source.partitions import KafkaInputPartition
 from eos_kafka_source.wire import Bounds, TopicInfo, retry
 from tests.fakes.wire import FakeWire
+
+#: The module that opens the read's cursors, imported by name: ``wire.fetch`` is also a function.
+cursors = importlib.import_module("eos_kafka_source.wire.fetch")
 
 
 class FakeLog:
@@ -59,7 +64,7 @@ def log(monkeypatch) -> FakeLog:
     fake = FakeLog([[0, 1], [5, 6], [9]])  # offsets 2-4 and 7-8 compacted away
     monkeypatch.setattr(pr, "KafkaWire", FakeWire.for_config)
     monkeypatch.setattr(pr, "fetch_metadata", lambda _w, topics: {"t": TopicInfo("t", {0: 1})})
-    monkeypatch.setattr(pr, "LogCursor", fake.cursor)
+    monkeypatch.setattr(cursors, "LogCursor", fake.cursor)
     monkeypatch.setattr(pr, "fetch_bounds",
                         lambda _w, leaders, hints=None: {tp: Bounds(fake.log_start, 10, 10)
                                                          for tp in leaders})
@@ -157,7 +162,7 @@ def test_a_lost_leader_is_looked_up_again_on_the_retry_schedule(log, monkeypatch
         return {"t": TopicInfo("t", {0: 1})}
 
     monkeypatch.setattr(pr, "fetch_metadata", metadata)
-    monkeypatch.setattr(pr, "LogCursor", _dropping(log, [
+    monkeypatch.setattr(cursors, "LogCursor", _dropping(log, [
         ConnectionDroppedError("gone"), for_code(Code.NOT_LEADER_OR_FOLLOWER)("Fetch t-0")]))
     monkeypatch.setattr(retry.time, "sleep", sleeps.append)
     assert offsets(part(0, 10)) == [0, 1, 5, 6, 9]
@@ -169,7 +174,7 @@ def test_a_lost_leader_past_the_deadline_ends_the_read(log, monkeypatch) -> None
     """No leader found again within ``kafka.default.api.timeout.ms``: the read fails with
     the error that lost it, without a pause."""
     sleeps: list[float] = []
-    monkeypatch.setattr(pr, "LogCursor", _dropping(log, [ConnectionDroppedError("gone")]))
+    monkeypatch.setattr(cursors, "LogCursor", _dropping(log, [ConnectionDroppedError("gone")]))
     monkeypatch.setattr(retry.time, "sleep", sleeps.append)
     expired = KafkaInputPartition("t", 0, 0, 10, ClientConfig(("fake:9092",), api_timeout_ms=0))
     with pytest.raises(ConnectionDroppedError, match="gone"):

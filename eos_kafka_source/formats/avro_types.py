@@ -126,12 +126,15 @@ def documents(schema: RegisteredSchema, lookup: SchemaLookup) -> list[Any]:
     """A schema's JSON and its references', referenced first, without Spark's type: a
     writer schema is only parsed, so one Spark could not hold (recursive, say) still reads
     as a reader schema that can."""
-    return _documents(schema, lookup, set())
+    docs = _documents(schema, lookup, set())
+    check_names(docs, schema)
+    return docs
 
 
 def load(schema: RegisteredSchema, lookup: SchemaLookup) -> Loaded:
     """Read a registered Avro schema and its references (Confluent's named-type imports)."""
     docs = _documents(schema, lookup, set())
+    check_names(docs, schema)
     names: dict[str, tuple[Any, str]] = {}
     for doc in docs:
         _register(doc, "", names)
@@ -144,6 +147,59 @@ def _full_name(name: str, namespace: str | None, enclosing: str) -> str:
         return name
     space = enclosing if namespace is None else namespace
     return f"{space}.{name}" if space else name
+
+
+def check_names(docs: list[Any], schema: RegisteredSchema) -> None:
+    """Refuse a name the Avro specification allows once and the schema has twice: two
+    fields of one record, two symbols of one enum, two definitions of one named type.
+    Spark's Avro parser refuses such a schema; read on, the fields would be a struct with
+    two columns of one name, and fastavro refuses the rest only when a record arrives."""
+    defined: set[str] = set()
+    for doc in docs:
+        _check_names(doc, "", defined, schema.id)
+
+
+def _check_names(schema: Any, enclosing: str, defined: set[str], schema_id: int) -> None:
+    if isinstance(schema, list):
+        for branch in schema:
+            _check_names(branch, enclosing, defined, schema_id)
+        return
+    if not isinstance(schema, dict):
+        return
+    kind = schema.get("type")
+    if isinstance(kind, (dict, list)):
+        _check_names(kind, enclosing, defined, schema_id)
+        return
+    space, full = enclosing, ""
+    if kind in NAMED and isinstance(schema.get("name"), str):
+        full = _full_name(schema["name"], schema.get("namespace"), enclosing)
+        space = full.rpartition(".")[0]
+        if full in defined:
+            raise ConfigError(
+                f"schema {schema_id} defines the type {full} twice, which Avro does not "
+                "allow; define it once and refer to it by name everywhere else")
+        defined.add(full)
+    if kind in ("record", "error"):
+        seen: set[Any] = set()
+        for fld in schema.get("fields", []):
+            if fld.get("name") in seen:
+                raise ConfigError(
+                    f"schema {schema_id}: record {full} has two fields named "
+                    f"{fld['name']!r}, which Avro does not allow (field names are unique "
+                    "within a record); rename or remove one of them in the schema")
+            seen.add(fld.get("name"))
+            _check_names(fld.get("type"), space, defined, schema_id)
+    elif kind == "enum":
+        symbols = list(schema.get("symbols", []))
+        twice = next((s for i, s in enumerate(symbols) if s in symbols[:i]), None)
+        if twice is not None:
+            raise ConfigError(
+                f"schema {schema_id}: enum {full} has the symbol {twice!r} twice, which "
+                "Avro does not allow; remove one of them in the schema")
+    elif kind == "array":
+        _check_names(schema.get("items"), space, defined, schema_id)
+    elif kind == "map":
+        _check_names(schema.get("values"), space, defined, schema_id)
 
 
 def _register(schema: Any, enclosing: str, names: dict[str, tuple[Any, str]]) -> None:

@@ -41,7 +41,8 @@ def evolve(rng: random.Random, writer: dict[str, Any]) -> dict[str, Any]:
         if change == "add":
             kind, default = rng.choice([("long", -1), ("string", "added"), ("double", 0.5),
                                         (["null", "int"], None), ("boolean", False)])
-            fields.append({"name": f"added{len(fields)}", "type": kind, "default": default})
+            fields.append({"name": _fresh(fields, "added", len(fields)), "type": kind,
+                           "default": default})
             continue
         if not fields:
             continue
@@ -56,12 +57,21 @@ def evolve(rng: random.Random, writer: dict[str, Any]) -> dict[str, Any]:
             f["type"] = ["null", f["type"]]
             f["default"] = None
         elif (change == "enum" and isinstance(f["type"], dict)
-              and f["type"].get("type") == "enum"):
+              and f["type"].get("type") == "enum" and "ADDED" not in f["type"]["symbols"]):
             f["type"]["symbols"] = f["type"]["symbols"] + ["ADDED"]
         elif change == "rename":
             f["aliases"] = list(f.get("aliases", [])) + [f["name"]]
-            f["name"] = f"renamed{i}"
+            f["name"] = _fresh(fields, "renamed", i)
     return reader
+
+
+def _fresh(fields: list[dict[str, Any]], stem: str, n: int) -> str:
+    """``stem`` and the first number from ``n`` that no field has as its name or an alias
+    (Avro allows a name once within a record: a remove then an add would repeat one)."""
+    taken = {name for f in fields for name in (f["name"], *f.get("aliases", ()))}
+    while f"{stem}{n}" in taken:
+        n += 1
+    return f"{stem}{n}"
 
 
 def features(writer: dict[str, Any], reader: dict[str, Any]) -> set[str]:

@@ -16,42 +16,32 @@ Runs on: executors (the partition reader), and on the driver for the schema.
 from __future__ import annotations
 
 import pyarrow as pa
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import StructType
 
 DEAD_LETTER_COLUMN = "deadLetter"
 #: Which converter failed, in Kafka Connect's names (its ``__connect.errors.stage`` header).
 STAGES = {"key": "KEY_CONVERTER", "value": "VALUE_CONVERTER"}
-#: The Kafka columns a dead letter keeps, as the source names them.
-_KAFKA_FIELDS = ("key", "value", "topic", "partition", "offset", "timestamp",
-                 "timestampType", "headers")
+
+
+def _kafka_columns() -> pa.Schema:
+    """The Kafka columns a dead letter keeps: Spark's Kafka source columns, headers
+    included, as the records layer defines them."""
+    # Imported here: the sink's driver side imports this module for the column name only,
+    # and the record decoder would bring pyarrow.compute and aiokafka into every process.
+    from ..records.decode import arrow_schema
+
+    return arrow_schema(include_headers=True)
 
 
 def dead_letter_type() -> StructType:
-    """The Spark type of the ``deadLetter`` column: Spark's Kafka source columns (headers
-    included), then ``stage`` and ``error``."""
-    headers = ArrayType(StructType([StructField("key", StringType()),
-                                    StructField("value", BinaryType())]))
-    return StructType([
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
-        StructField("timestampType", IntegerType()),
-        StructField("headers", headers),
-        StructField("stage", StringType()),
-        StructField("error", StringType()),
-    ])
+    """The Spark type of the ``deadLetter`` column: the Kafka columns, then ``stage`` and
+    ``error``."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    spark = from_arrow_type(pa.struct([*_kafka_columns(), pa.field("stage", pa.string()),
+                                       pa.field("error", pa.string())]))
+    assert isinstance(spark, StructType)  # an Arrow struct converts to one
+    return spark
 
 
 def dead_letters(batch: pa.RecordBatch, errors: dict[str, pa.Array | None],
@@ -87,9 +77,8 @@ def dead_letters(batch: pa.RecordBatch, errors: dict[str, pa.Array | None],
         stages.append(STAGES[next(iter(why))])
         messages.append(next(iter(why.values())) if len(why) == 1
                         else "; ".join(f"{side}: {w}" for side, w in why.items()))
-    names = batch.schema.names
-    children = [pc.take(batch.column(name), rows) for name in _KAFKA_FIELDS if name in names]
-    fields = [name for name in _KAFKA_FIELDS if name in names]
+    fields = [name for name in _kafka_columns().names if name in batch.schema.names]
+    children = [pc.take(batch.column(name), rows) for name in fields]
     sub = pa.StructArray.from_arrays(
         [*children, pa.array(stages, pa.string()), pa.array(messages, pa.string())],
         names=[*fields, "stage", "error"]).cast(arrow_type)  # cast the few failing rows

@@ -15,6 +15,8 @@ differs.
         # benchmarks/latency/current.json from ``make bench-latency`` runs' own JSON
     python -m benchmarks.published formats bench-results/formats.json
         # benchmarks/formats/current.json from a ``make bench-formats`` run's JSON
+    python -m benchmarks.published scale bench-results/scale.json
+        # benchmarks/scale/current.json from a ``benchmarks.scale --floor`` run's JSON
 """
 
 from __future__ import annotations
@@ -173,10 +175,101 @@ def formats_run(run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+SCALE_COLUMNS = ["1,000 × 8", "lookup", "liveness check", "decision", "EndTxn round",
+                 "confirm", "done + cleanup", "commit", "markers landed after the commit",
+                 "visible from the commit's start", "load (1 min)"]
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _loads(values: list[float]) -> str:
+    return f"{min(values):.1f}–{max(values):.1f}" if values else "?"
+
+
+def scale_run(run: dict[str, Any], tasks: int = 1000, partitions: int = 8) -> dict[str, Any]:
+    """The published scale table from a ``benchmarks.scale --floor`` run's JSON: for
+    ``tasks`` × ``partitions``, eoskafka's commit phase by phase (a later batch and a
+    query's first), the brokers' floor in the same run (the same number of transactions
+    committed by the bare EndTxn round: no decision, no liveness check, no confirmation),
+    and what eoskafka adds to it."""
+    cells = [c for c in run["cells"] if (c["tasks"], c["partitions"]) == (tasks, partitions)
+             and c["lanes"] > 1]
+    warm = next(c for c in cells if not c["cold"])
+    first = next((c for c in cells if c["cold"]), None)
+    floor = [f for c in cells for f in c.get("floor", [])]
+
+    def med(cell: dict[str, Any], key: str) -> float:
+        """Milliseconds (a count for ``*_passes`` and ``*_scans``)."""
+        scale = 1 if key.endswith(("_passes", "_scans")) else 1000
+        return _median([r.get(key, 0.0) for r in cell["runs"]]) * scale
+
+    def eos_row(label: str, cell: dict[str, Any]) -> list[str]:
+        return [label, _ms(med(cell, "lookup")), _ms(med(cell, "liveness")),
+                _ms(med(cell, "decision")), _ms(med(cell, "endtxn")),
+                f"{_ms(med(cell, 'confirm'))} ({med(cell, 'confirm_passes'):.0f} "
+                f"passes, {med(cell, 'marker_scans'):.0f} scans)",
+                _ms(med(cell, "mark_done") + med(cell, "cleanup")),
+                f"**{_ms(med(cell, 'commit'))}**", _ms(med(cell, "markers")),
+                f"**{_ms(med(cell, 'visible'))}**", _loads(cell["loads"])]
+
+    rows = [eos_row("eoskafka, a later batch (connections kept)", warm)]
+    if first is not None:
+        rows.append(eos_row("eoskafka, a query's first batch", first))
+    if floor:
+        f_endtxn = _median([f["endtxn"] for f in floor]) * 1000
+        f_markers = _median([f["markers"] for f in floor]) * 1000
+        f_visible = _median([f["visible"] for f in floor]) * 1000
+        rows.append(["the brokers' floor: the bare EndTxn round, no eoskafka protocol",
+                     "–", "–", "–", _ms(f_endtxn), "–", "–", f"**{_ms(f_endtxn)}**",
+                     _ms(f_markers), f"**{_ms(f_visible)}**",
+                     _loads([f["load"] for f in floor])])
+        own = med(warm, "visible") - f_visible
+        rows.append(["eoskafka over the floor (a later batch)",
+                     _ms(med(warm, "lookup")), _ms(med(warm, "liveness")),
+                     _ms(med(warm, "decision")), f"{med(warm, 'endtxn') - f_endtxn:+,.0f}",
+                     f"{med(warm, 'confirm') - f_markers:+,.0f} (against the floor's markers)",
+                     _ms(med(warm, "mark_done") + med(warm, "cleanup")), "", "",
+                     f"**{own:+,.0f}** ({med(warm, 'visible') / f_visible:.2f}×)", ""])
+    env = run["env"]
+    reps = len(warm["runs"])
+    return {
+        "question": "the driver's commit at scale, beside the brokers' floor",
+        "date": env["when"],
+        "command": env.get("command", "python -m benchmarks.scale --floor"),
+        "machine": f"{env['cores']} cores, load {_loads(warm['loads'] + (first or warm)['loads'])} "
+                   "(1 min) at the commits; uptime at start: "
+                   f"{env.get('uptime at start', '?')}; at end: {env.get('uptime at end', '?')}",
+        "versions": env["broker"],
+        "workload": f"{tasks:,} tasks, each one transaction over all {partitions} output "
+                    f"partitions, {env['records']} ({tasks * partitions:,} COMMIT "
+                    f"markers); ms, medians of {reps} repetitions each: the driver's commit "
+                    "phases and the whole commit (its start to its return), then how long "
+                    "after it returned the last marker was readable, and visible, the two "
+                    "together (medians each, so they add up only roughly). The floor: after "
+                    "each repetition, as many transactions again, prepared the same way, "
+                    "committed by the bare EndTxn round of the same wire (coordinators known "
+                    "and connections open beforehand, spread over the same connections per "
+                    "broker), then until every partition's last stable offset reached its "
+                    f"high watermark ({len(floor)} repetitions)",
+        "columns": SCALE_COLUMNS,
+        "rows": rows,
+    }
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["formats"]:
         out = ROOT / "benchmarks" / "formats" / "current.json"
         table = formats_run(json.loads(Path(argv[1]).read_text()))
+        out.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n")
+        print(f"written: {out}; now python -m benchmarks.published --write")
+        return
+    if argv[:1] == ["scale"]:
+        out = ROOT / "benchmarks" / "scale" / "current.json"
+        table = scale_run(json.loads(Path(argv[1]).read_text()))
         out.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n")
         print(f"written: {out}; now python -m benchmarks.published --write")
         return

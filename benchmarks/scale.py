@@ -23,6 +23,14 @@ are timed:
   reaches its high watermark, which is exactly the offset after N COMMIT markers (the
   broker writes markers after EndTxn answered; readers see the batch only then).
 
+Beside each repetition, **the brokers' floor**: another N transactions prepared the same
+way and committed with no eoskafka protocol at all (no decision, no liveness check, no
+confirmation): the bare EndTxn round of :func:`eos_kafka_source.wire.end_txns`, spread over
+the same connections per broker as the driver's, with the coordinators found and the
+connections open beforehand (as a user's own producers would have them), then until the
+markers landed. No client finishes 1,000 transactions faster than the brokers take to log
+1,000 PrepareCommits and write 8,000 markers; what eoskafka adds is its commit minus this.
+
 Also measured per N: InitProducerId of the N ids from the driver (what fencing the id pool
 costs at query start) and the tasks' own preparation (not a driver cost).
 
@@ -34,10 +42,13 @@ Writes ``bench-results/scale.md``, ``.json`` and ``.png`` (commit time against t
 from __future__ import annotations
 
 import argparse
+import cProfile
+import gc
 import json
 import os
 import statistics
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -54,7 +65,9 @@ from eos_kafka_source.sink.driver.fencing import fence_identities
 from eos_kafka_source.sink.handoff import TxnHandoff
 from eos_kafka_source.wire import (
     KafkaWire,
+    ProducerIdentity,
     create_topic,
+    end_txns,
     fetch_bounds,
     fetch_metadata,
     find_coordinators,
@@ -94,9 +107,16 @@ class Cell:
     prep_s: list[float] = field(default_factory=list)
     coordinators: dict[int, int] = field(default_factory=dict)  # node -> ids it coordinates
     loads: list[float] = field(default_factory=list)
+    #: Per repetition, the brokers' floor beside it (:func:`floor_commit`): endtxn, markers,
+    #: visible (seconds) and the load then.
+    floor: list[dict[str, float]] = field(default_factory=list)
 
     def median(self, key: str) -> float:
         return statistics.median(run.get(key, 0.0) for run in self.runs)
+
+    def floor_median(self, key: str) -> float:
+        return statistics.median(run.get(key, 0.0) for run in self.floor) if self.floor \
+            else float("nan")
 
 
 def load() -> float:
@@ -199,8 +219,46 @@ def await_markers(wire: KafkaWire, leaders: dict[tuple[str, int], int],
             time.sleep(0.01)
 
 
+def connect_lanes(wire: KafkaWire, coordinators: dict[str, int], timeout_s: float = 30.0
+                  ) -> None:
+    """Open every connection an EndTxn round over ``coordinators`` spreads over
+    (:func:`spread.lanes_for`), before it is timed."""
+    nodes = sorted(set(coordinators.values()))
+    lanes = spread.lanes_for([(node, None) for node in coordinators.values()])
+    deadline = time.monotonic() + timeout_s
+    for lane in [wire, *(wire.sibling(k) for k in range(1, lanes))]:
+        client = lane.client
+        for node in nodes:
+            client.maybe_connect(node)
+        while not all(client.is_ready(node) for node in nodes):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"could not connect to brokers {nodes}")
+            client.poll(timeout_ms=20)
+
+
+def floor_commit(wire: KafkaWire, handoffs: list[TxnHandoff]) -> float:
+    """The brokers' floor: ``handoffs`` committed by the bare EndTxn round (no decision, no
+    liveness check, no confirmation), its coordinators found and connections open first.
+    Returns the round's seconds; every EndTxn must answer NONE."""
+    tids = [h.transactional_id for h in handoffs]
+    coordinators = find_coordinators(wire, tids)
+    connect_lanes(wire, coordinators)
+    txns = [(h.transactional_id, ProducerIdentity(h.producer_id, h.epoch)) for h in handoffs]
+    started = time.perf_counter()
+    outcomes = end_txns(wire, coordinators, txns, True)
+    elapsed = time.perf_counter() - started
+    failed = [f"{o.transactional_id}: {o.error}" for o in outcomes if not o.ok]
+    if failed:
+        raise AssertionError(f"the floor's EndTxn round failed for {len(failed)}: "
+                             + "; ".join(failed[:5]))
+    return elapsed
+
+
 def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: int,
-             lanes: int = spread.MAX_LANES, *, cold: bool = False) -> Cell:
+             lanes: int = spread.MAX_LANES, *, cold: bool = False, floor: bool = False,
+             profile: Path | None = None) -> Cell:
+    """``floor``: each repetition also measures the brokers' floor (:func:`floor_commit`) on
+    N more transactions; ``profile``: the driver's commits' CPU profile (cProfile) there."""
     cell = Cell(tasks, partitions, lanes, cold)
     sink = EosSink(cfg, f"scale{tasks}x{partitions}", TXN_TIMEOUT_MS)
     default_lanes, spread.MAX_LANES = spread.MAX_LANES, lanes
@@ -224,35 +282,87 @@ def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: i
                 if cold:  # the driver's commit worker starts with no connection, and
                     close_kept()  # knows no coordinator (the tasks ran elsewhere)
                     forget_lookups()
-                started = time.perf_counter()
-                with ConfirmProbe() as probe:
-                    sink.driver.commit(sink.batch_id, handoffs, tasks)
-                committed = time.perf_counter()
-                ends = {tp: end + tasks * (RECORDS_PER_PARTITION + 1)
-                        for tp, end in before.items()}
-                await_markers(wire, leaders, ends)
-                visible = time.perf_counter()
-                sink.batch_id += 1
-                run = dict(sink.driver.last_phases)
-                run["commit"] = committed - started
-                run["markers"] = visible - committed
-                run["visible"] = visible - started
-                run.update(confirm_passes=probe.passes, confirm_fetch=probe.fetch_s,
-                           marker_scans=probe.scans, marker_scan=probe.scan_s)
+                run = timed_commit(sink, wire, leaders, before, handoffs, tasks,
+                                   None if profile is None else
+                                   profile.with_suffix(f".{len(cell.runs)}.prof"))
                 cell.runs.append(run)
                 print(f"  {tasks:>5} tasks × {partitions:>2} partitions, ≤ {lanes} connection(s) "
                       f"per broker{', first batch' if cold else ''}: commit "
                       f"{run['commit'] * 1000:7.1f} ms, visible {run['visible'] * 1000:7.1f} ms "
                       f"({', '.join(f'{k} {run.get(k, 0) * 1000:.1f}' for k in PHASES)}; "
-                      f"confirm: {probe.passes} Fetch passes {probe.fetch_s * 1000:.0f} ms, "
-                      f"{probe.scans} marker scans {probe.scan_s * 1000:.0f} ms); "
+                      f"confirm: {run['confirm_passes']} Fetch passes "
+                      f"{run['confirm_fetch'] * 1000:.0f} ms, {run['marker_scans']} marker scans "
+                      f"{run['marker_scan'] * 1000:.0f} ms; driver CPU "
+                      f"{run['cpu'] * 1000:.0f} ms, GC {run['gc'] * 1000:.0f} ms); "
                       f"prepared in {cell.prep_s[-1]:.1f} s, load {cell.loads[-1]:.1f}",
                       flush=True)
                 sink.driver.prepare(new_run=False)
+                if floor:
+                    cell.floor.append(run_floor(sink, wire, topic, tasks, partitions, leaders))
     finally:
         spread.MAX_LANES = default_lanes
         sink.close()
     return cell
+
+
+def timed_commit(sink: EosSink, wire: KafkaWire, leaders: dict[tuple[str, int], int],
+                 before: dict[tuple[str, int], int], handoffs: list[TxnHandoff], tasks: int,
+                 profile: Path | None) -> dict[str, float]:
+    """One driver commit of ``handoffs``, timed phase by phase, then until its markers
+    landed; ``profile``: where its CPU profile (cProfile, the calling thread's CPU time) is
+    written. Also the process's CPU seconds in the commit and the garbage collector's."""
+    profiler = cProfile.Profile(time.thread_time) if profile is not None else None
+    gc_s = [0.0, 0.0]  # total, start of the collection under way
+
+    def collecting(phase: str, _: object) -> None:
+        if phase == "start":
+            gc_s[1] = time.perf_counter()
+        else:
+            gc_s[0] += time.perf_counter() - gc_s[1]
+
+    gc.callbacks.append(collecting)
+    cpu = time.process_time()
+    started = time.perf_counter()
+    try:
+        with ConfirmProbe() as probe:
+            if profiler is not None:
+                profiler.enable()
+            sink.driver.commit(sink.batch_id, handoffs, tasks)
+            if profiler is not None:
+                profiler.disable()
+    finally:
+        gc.callbacks.remove(collecting)
+    committed = time.perf_counter()
+    cpu = time.process_time() - cpu
+    await_markers(wire, leaders, {tp: end + tasks * (RECORDS_PER_PARTITION + 1)
+                                  for tp, end in before.items()})
+    visible = time.perf_counter()
+    if profiler is not None and profile is not None:
+        profiler.dump_stats(profile)
+    sink.batch_id += 1
+    run = dict(sink.driver.last_phases)
+    run.update(commit=committed - started, markers=visible - committed,
+               visible=visible - started, cpu=cpu, gc=gc_s[0], confirm_passes=probe.passes,
+               confirm_fetch=probe.fetch_s, marker_scans=probe.scans, marker_scan=probe.scan_s)
+    return run
+
+
+def run_floor(sink: EosSink, wire: KafkaWire, topic: str, tasks: int, partitions: int,
+              leaders: dict[tuple[str, int], int]) -> dict[str, float]:
+    """One repetition of the brokers' floor: N more transactions prepared as the tasks
+    prepare them, committed by :func:`floor_commit`, then until their markers landed."""
+    before = {tp: b.high_watermark for tp, b in fetch_bounds(wire, leaders).items()}
+    handoffs = prepare(sink, topic, tasks, partitions)
+    now = load()
+    endtxn = floor_commit(wire, handoffs)
+    committed = time.perf_counter()
+    await_markers(wire, leaders, {tp: end + tasks * (RECORDS_PER_PARTITION + 1)
+                                  for tp, end in before.items()})
+    markers = time.perf_counter() - committed
+    print(f"  {tasks:>5} tasks × {partitions:>2} partitions, the brokers' floor (bare EndTxn "
+          f"round): EndTxn {endtxn * 1000:7.1f} ms, markers land {markers * 1000:7.1f} ms, "
+          f"visible {(endtxn + markers) * 1000:7.1f} ms; load {now:.1f}", flush=True)
+    return {"endtxn": endtxn, "markers": markers, "visible": endtxn + markers, "load": now}
 
 
 def table(cells: list[Cell]) -> list[str]:
@@ -278,6 +388,13 @@ def table(cells: list[Cell]) -> list[str]:
             f"{ms(c.median('mark_done') + c.median('cleanup'))} | **{ms(commit)}**{target} | "
             f"{ms(c.median('markers'))} | **{ms(c.median('visible'))}** | "
             f"{ms(c.init_ids_s)} | {statistics.median(c.prep_s):.1f} s | {nodes} |")
+        if c.floor:
+            lines.append(
+                f"| {c.tasks:,} × {c.partitions}: the brokers' floor (bare EndTxn round, "
+                f"{len(c.floor)} repetitions) | {f'≤ {c.lanes}' if c.lanes > 1 else 1} | "
+                f"{c.tasks * c.partitions:,} | – | – | – | {ms(c.floor_median('endtxn'))} | – | "
+                f"– | **{ms(c.floor_median('endtxn'))}** | {ms(c.floor_median('markers'))} | "
+                f"**{ms(c.floor_median('visible'))}** | – | – | – |")
     return lines
 
 
@@ -347,6 +464,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run every cell with each repetition starting from no kept "
                              "connection (a query's first batch: the driver opens its "
                              "connections in that commit)")
+    parser.add_argument("--floor", action="store_true",
+                        help="beside every repetition of the warm cells, the brokers' floor: "
+                             "as many more transactions committed by the bare EndTxn round")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="write cProfile stats (the calling thread's CPU time) of every "
+                             "driver commit to PATH.<rep>.prof (a later cell's overwrite an "
+                             "earlier one's)")
+    parser.add_argument("--nodes", type=int, default=3,
+                        help="Kafka nodes (3 for published runs; 1 for a quick check)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--render", default="",
                         help="comma-separated JSON results to merge into --out; runs nothing")
@@ -358,9 +484,12 @@ def main(argv: list[str] | None = None) -> int:
     partition_counts = [int(p) for p in args.partitions.split(",")]
     env: dict[str, object] = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": "python -m benchmarks.scale " + " ".join(
+            sys.argv[1:] if argv is None else argv),
         "broker": f"{KAFKA_LABEL}, 3 nodes (KRaft, combined roles), every topic and "
                   "__transaction_state (10 partitions) replicated 3×, min.insync.replicas 2, "
-                  "all on this machine",
+                  "all on this machine" if args.nodes == 3 else
+                  f"{KAFKA_LABEL}, {args.nodes} node(s) (a quick check, not for publishing)",
         "cores": os.cpu_count(),
         "repetitions": f"{args.reps} (1,000 tasks: {min(args.reps, args.big_reps)})",
         "records": f"{RECORDS_PER_PARTITION} × 100 B per task per partition",
@@ -368,14 +497,15 @@ def main(argv: list[str] | None = None) -> int:
         "code": str(Path(eos_kafka_source.__file__).parent),
     }
     cells = []
-    with KafkaCluster(nodes=3, version=KAFKA_VERSION) as kafka:
+    with KafkaCluster(nodes=args.nodes, version=KAFKA_VERSION) as kafka:
         cfg = ClientConfig.from_options({"kafka.bootstrap.servers": kafka.bootstrap_servers})
         with KafkaWire(cfg) as wire:
             fetch_metadata(wire, [])
             topics = {}
             for partitions in partition_counts:
                 topics[partitions] = unique(f"scale{partitions}")
-                create_topic(wire, topics[partitions], partitions, replication=3)
+                create_topic(wire, topics[partitions], partitions,
+                             replication=min(3, args.nodes))
         before = [int(t) for t in args.before.split(",") if t]
         caps = [int(n) for n in args.lanes.split(",") if n] or [spread.MAX_LANES]
         if args.per_lane:
@@ -393,7 +523,9 @@ def main(argv: list[str] | None = None) -> int:
                 for cap, n in runs:
                     for cold in (False, True) if args.first_batch else (False,):
                         cells.append(run_cell(cfg, topics[partitions], tasks, partitions, n,
-                                              lanes=cap, cold=cold))
+                                              lanes=cap, cold=cold,
+                                              floor=args.floor,
+                                              profile=args.profile))
                         save(args.out, cells, {**env, "uptime now": uptime()})
     env["uptime at end"] = uptime()
     save(args.out, cells, env)

@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConfigError, PayloadEncodeError
+from ..gcpause import gc_paused
 from . import framing
-from .gcpause import gc_paused
 from .json_check import Checker
 from .json_schema_types import Required, Resolver, required_by_place, schema_for, to_arrow
 from .schemas import FAILFAST, PERMISSIVE, Decoded, RegisteredSchema, SchemaLookup

@@ -24,8 +24,8 @@ from google.protobuf import descriptor
 from google.protobuf.message import DecodeError
 
 from ..errors import ConfigError
+from ..gcpause import gc_paused
 from . import framing
-from .gcpause import gc_paused
 from .protobuf_encode import ProtobufEncoder
 from .protobuf_schema import (
     DURATION,

@@ -17,7 +17,7 @@ from google.protobuf import descriptor
 from google.protobuf.message import EncodeError
 
 from ..errors import PayloadEncodeError
-from .gcpause import gc_paused
+from ..gcpause import gc_paused
 from .protobuf_schema import DURATION, TIMESTAMP, is_map
 from .schemas import RegisteredSchema
 

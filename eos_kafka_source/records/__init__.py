@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from eos_kafka_source.records.header import BatchHeader, control_is_commit, iter_batches
+from eos_kafka_source.records.header import (
+    BatchHeader,
+    control_is_commit,
+    iter_batches,
+    last_offset,
+)
 
 if TYPE_CHECKING:
     from eos_kafka_source.records.decode import ColumnBuilder
@@ -40,4 +45,5 @@ __all__ = [
     "encode_batch",
     "encode_control_batch",
     "iter_batches",
+    "last_offset",
 ]

@@ -41,11 +41,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import NamedTuple
 
 from kafka.protocol.admin.transactions import DescribeProducersRequest
 
 from ..errors import KafkaProtocolError
-from ..records import iter_batches
+from ..records import last_offset
 from .cluster import TopicPartition
 from .connection import KafkaWire
 from .fetch import READ_COMMITTED, Bounds, SentFetch, receive_fetch, send_fetch
@@ -66,9 +68,9 @@ _SHARED_BYTES = 32 << 20
 _TOTAL_BYTES = 64 << 20
 
 
-@dataclass(frozen=True)
-class Place:
-    """Where one transaction starts in one partition, and whose it is."""
+class Place(NamedTuple):
+    """Where one transaction starts in one partition, and whose it is (a tuple: a commit of
+    1,000 tasks over 8 partitions makes, hashes and compares 8,000 of them)."""
 
     topic: str
     partition: int
@@ -98,7 +100,7 @@ def txn_outcomes(wire: KafkaWire, leaders: Mapping[TopicPartition, int], places:
     (``time.monotonic()``), or none while its partition's log stood still for ``stall_s``.
     A place whose partition answered with an error is absent."""
     queues: dict[TopicPartition, _Queue] = {}
-    for place in sorted(places, key=lambda p: p.first):
+    for place in sorted(places, key=attrgetter("first")):
         queues.setdefault(place.tp, _Queue(leaders[place.tp])).places.append(place)
     for queue in queues.values():
         queue.ours = {p.first for p in queue.places}
@@ -194,7 +196,8 @@ def _ask(wire: KafkaWire, queues: Mapping[TopicPartition, _Queue], alone: set[To
             if not chunk.records:
                 again.add(tp)  # its first batch is larger than the budget
                 continue
-            covered = max([first] + [h.last_offset for h, _ in iter_batches(chunk.records)])
+            last = last_offset(chunk.records)
+            covered = first if last is None else max(first, last)
             aborted = set(chunk.aborted)
             i = queue.head
             while i < len(queue.places) and queue.places[i].first <= min(covered, lso - 1):

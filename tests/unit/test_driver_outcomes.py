@@ -271,6 +271,35 @@ def test_an_abort_marker_behind_none_is_lost(aborted_index, aborted, partly,
     forget_all()
 
 
+def test_one_confirmation_sorts_every_kind_of_hand_off_in_its_place(kafka, monkeypatch) -> None:
+    """A batch mixing a committed transaction, one a task ended without records (not open),
+    one whose hand-off does not say where its records start (its markers are read), and one
+    an operator aborted in one of its two partitions: each is sorted as it would be alone,
+    and ``done`` keeps the batch's order."""
+    from dataclasses import replace
+
+    committed = kafka.open_txn("t-0", [("out", 0), ("out", 1)])
+    empty = replace(kafka.open_txn("t-1"), open=False, partitions=(), first_offsets=())
+    unplaced = kafka.open_txn("t-2", [("out", 0), ("out", 1)])
+    aborted = kafka.open_txn("t-3", [("out", 0), ("out", 1)])
+    kafka.abort_by_hand(aborted, ("out", 1))
+    report = _committed(kafka, committed, unplaced, aborted)
+    report.done = [committed, empty, replace(unplaced, first_offsets=()), aborted]
+    read = []
+    real = kafka.read_transaction
+
+    def reading(wire, h, **kw):
+        read.append(h.transactional_id)
+        return real(wire, h, **kw)
+
+    monkeypatch.setattr(txn_log, "read_transaction", reading)
+    confirming.confirm(kafka.wire(), report, deadline_s=5)
+    assert [h.transactional_id for h in report.done] == ["t-0", "t-1", "t-2"]
+    assert [h.transactional_id for h, _ in report.lost] == ["t-3"]
+    assert report.partly_committed == {"t-3"} and not report.unknown
+    assert read == ["t-2"]  # only the hand-off that cannot say where its records are
+
+
 def test_a_partition_that_answers_with_an_error_is_read_from_its_markers(kafka) -> None:
     handoff = kafka.open_txn("t-0", [("out", 0), ("out", 1)])
     report = _committed(kafka, handoff)

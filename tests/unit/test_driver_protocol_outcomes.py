@@ -157,3 +157,40 @@ def test_abort_after_an_unknown_commit_leaves_the_decision(sink: Sink) -> None:
     sink.driver.abort(0, handoffs, tasks=2)
     assert [sink.kafka.state(h) for h in handoffs] == [COMMITTED, COMMITTED]
     assert sink.log.get(0).done
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_no_garbage_collection_inside_a_commit(sink: Sink, monkeypatch, fails: bool) -> None:
+    """A large commit is a burst of short-lived objects: the cyclic collector is paused for
+    its length (a collection of the worker's heap landed anywhere in it, the EndTxn round
+    included), and left as it was after it, whether the commit ends well or raises."""
+    import gc
+
+    from eos_kafka_source.sink.driver import protocol
+
+    seen = []
+    real = protocol.finish
+
+    def finishing(*args, **kwargs):
+        seen.append(gc.isenabled())
+        if fails:
+            raise ConnectionDroppedError("scripted")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(protocol, "finish", finishing)
+    handoffs = sink.tasks(2)
+    assert gc.isenabled()
+    if fails:
+        with pytest.raises(ConnectionDroppedError):
+            sink.driver.commit(0, handoffs, tasks=2)
+        sink.driver.abort(0, handoffs, tasks=2)
+    else:
+        assert sink.driver.commit(0, handoffs, tasks=2).ok
+    assert seen == [False] and gc.isenabled()
+    monkeypatch.setattr(protocol, "finish", real)
+    gc.disable()
+    try:  # a caller that paused it itself finds it paused still
+        sink.driver.commit(1, sink.tasks(2, batch=1, first=2), tasks=2)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

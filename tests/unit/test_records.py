@@ -21,6 +21,7 @@ from eos_kafka_source.records import (
     encode_batch,
     encode_control_batch,
     iter_batches,
+    last_offset,
 )
 from eos_kafka_source.records.encode import compress
 from eos_kafka_source.records.header import HEADER_SIZE, decompress
@@ -184,6 +185,24 @@ def test_truncated_trailing_batch_ignored() -> None:
         batches = list(iter_batches(first + second[:cut], check_crc=True))
         assert [h.base_offset for h, _ in batches] == [0]
     assert list(iter_batches(b"")) == []
+
+
+def test_last_offset_is_the_last_complete_batchs_as_iter_batches_reads_it() -> None:
+    """The confirmation's short cut over a Fetch answer: only prefixes read, same answer as
+    walking every header, a truncated trailing batch ignored, an old format refused."""
+    batches = [encode_batch([None] * n, [b"v"] * n, TS, base_offset=o)
+               for o, n in ((0, 1), (1, 5), (6, 2))]
+    batches.append(encode_control_batch(commit=True, producer_id=7, producer_epoch=0,
+                                        base_offset=8, timestamp_ms=TS))
+    buf = b"".join(batches)
+    for cut in range(len(buf) + 1):
+        headers = [h for h, _ in iter_batches(buf[:cut])]
+        assert last_offset(buf[:cut]) == (headers[-1].last_offset if headers else None)
+    assert last_offset(memoryview(buf)) == 8
+    builder = LegacyRecordBatchBuilder(magic=1, compression_type=0, batch_size=1 << 20)
+    builder.append(0, timestamp=TS, key=None, value=b"old")
+    with pytest.raises(CorruptRecordError, match="unsupported"):
+        last_offset(buf + bytes(builder.build()))
 
 
 def test_crc_corruption_detected() -> None:

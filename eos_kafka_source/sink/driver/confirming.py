@@ -44,19 +44,23 @@ def confirm(wire: KafkaWire, report: FinishReport, *, deadline_s: float) -> None
     """Move each of ``report.done`` whose log does not show COMMIT everywhere to lost or
     unknown (module docstring)."""
     deadline = time.monotonic() + deadline_s
-    asked = [h for h in report.done if h.open and _places(h) is not None]
+    # Each hand-off's places, worked out once (a batch of 1,000 tasks over 8 partitions
+    # has 8,000 of them).
+    placed = [(h, _places(h) if h.open else None) for h in report.done]
+    asked = [p for h, places in placed if places is not None for p in places]
     # Markers land a while after EndTxn answers; one still missing while its partition's
     # log stood still for FAST_WAIT_S is left to the marker scan, which also looks for a
     # hanging transaction (txn_log.py).
     fast = _ask_kafka(wire, asked, deadline) if asked else {}
     done: list[TxnHandoff] = []
-    for handoff in report.done:
+    for handoff, places in placed:
         if not handoff.open:
             done.append(handoff)
             continue
-        places = _places(handoff)
-        if places is not None and all(fast.get(p) is not None for p in places):
-            verdict = _verdict(report, handoff, [(p, fast[p]) for p in places])
+        found = [fast.get(p) for p in places] if places is not None else [None]
+        if None not in found:
+            verdict = True if False not in found else _verdict(
+                report, handoff, list(zip(places or (), found, strict=True)))
         else:
             verdict = _from_markers(wire, report, handoff, deadline)
         if verdict:
@@ -67,16 +71,17 @@ def confirm(wire: KafkaWire, report: FinishReport, *, deadline_s: float) -> None
 def _places(handoff: TxnHandoff) -> list[Place] | None:
     """Where the transaction starts in each partition; None when the hand-off cannot say."""
     firsts = {(t, p): o for t, p, o in handoff.first_offsets}
-    if any((t, p) not in firsts for t, p, _ in handoff.partitions):
+    try:
+        return [Place(t, p, firsts[(t, p)], handoff.producer_id)
+                for t, p, _ in handoff.partitions]
+    except KeyError:
         return None
-    return [Place(t, p, firsts[(t, p)], handoff.producer_id) for t, p, _ in handoff.partitions]
 
 
-def _ask_kafka(wire: KafkaWire, handoffs: list[TxnHandoff],
+def _ask_kafka(wire: KafkaWire, places: list[Place],
                deadline: float) -> dict[Place, bool | None]:
-    """The outcomes Kafka's aborted-transaction index gives; {} where the broker keeps none
-    or the round failed (the markers are read instead)."""
-    places = [p for h in handoffs for p in _places(h) or ()]
+    """The outcomes Kafka's aborted-transaction index gives for ``places``; {} where the
+    broker keeps none or the round failed (the markers are read instead)."""
     try:
         if not lists_aborted_transactions(wire):
             return {}
@@ -85,8 +90,9 @@ def _ask_kafka(wire: KafkaWire, handoffs: list[TxnHandoff],
     except NotAuthorizedError:
         raise  # a missing READ ACL on the output topic is named (docs/acls.md)
     except EosKafkaError as exc:
-        log.info("eoskafka: confirming %d commit(s) from Kafka's aborted-transaction index "
-                 "failed (%s); reading their markers", len(handoffs), exc)
+        log.info("eoskafka: confirming the commits of %d place(s) from Kafka's "
+                 "aborted-transaction index failed (%s); reading their markers", len(places),
+                 exc)
         wire.close()
         return {}
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
 
 from ...errors import DecisionLogConflictError
+from ...gcpause import gc_paused
 from ...timings import Phases
 from ...wire import KafkaWire
 from ..decisions.log import DecisionLog
@@ -131,6 +132,7 @@ class DriverProtocol:
                         self._lineage_of(handoffs), handoffs, tasks)
         deadline_s = self.config.commit_deadline_s
         with ExitStack() as stack:
+            stack.enter_context(gc_paused())  # no collection of the worker's heap mid-commit
             with timed.step("connect"):
                 wire = stack.enter_context(self.wire_factory())
                 # The EndTxn round's connections open while the log is read, the

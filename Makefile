@@ -210,7 +210,10 @@ bench-formats: bench-setup kafka-jars registry-app
 
 ## The driver's commit of one batch as tasks (64, 256, 1,000) and output partitions (8, 64)
 ## grow, on a 3-node Apache Kafka: bench-results/scale.md, .json, .png (docs/scale.md).
-## SCALE_ARGS="--tasks 64 --partitions 8 --reps 1" for a quick look.
+## SCALE_ARGS="--tasks 64 --partitions 8 --reps 1" for a quick look; the published table
+## (docs/performance.md, benchmarks/scale/current.json: python -m benchmarks.published scale
+## bench-results/scale.json) from SCALE_ARGS="--tasks 1000 --partitions 8 --first-batch --floor"
+## (--floor: the brokers' floor, the bare EndTxn round, beside every repetition).
 SCALE_ARGS ?=
 bench-scale: bench-setup kafka-jars
 	nice -n 10 $(PY) -m benchmarks.scale $(SCALE_ARGS)

@@ -101,7 +101,11 @@ def txn_outcomes(wire: KafkaWire, leaders: Mapping[TopicPartition, int], places:
     A place whose partition answered with an error is absent."""
     queues: dict[TopicPartition, _Queue] = {}
     for place in sorted(places, key=attrgetter("first")):
-        queues.setdefault(place.tp, _Queue(leaders[place.tp])).places.append(place)
+        tp = (place.topic, place.partition)
+        queue = queues.get(tp)
+        if queue is None:
+            queue = queues[tp] = _Queue(leaders[tp])
+        queue.places.append(place)
     for queue in queues.values():
         queue.ours = {p.first for p in queue.places}
     out: dict[Place, bool | None] = {}

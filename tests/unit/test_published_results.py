@@ -81,3 +81,39 @@ def test_latency_table_from_the_benchmarks_own_json() -> None:
     assert table["command"] == env["command"]
     assert "2,000 records/s" in table["workload"]
     assert table["machine"] == "2 cores, load 8.2 to 8.5 (1 min)"
+
+
+def test_scale_table_shows_the_commit_beside_the_brokers_floor() -> None:
+    """``python -m benchmarks.published scale RUN.json`` reads benchmarks/scale.py's JSON:
+    eoskafka's 1,000 × 8 commit phase by phase, warm and first, the brokers' floor from the
+    same run (its repetitions pooled), and what eoskafka adds over it."""
+    def cell(cold: bool, visible: float, floor: list[dict[str, float]]) -> dict[str, object]:
+        run = {"lookup": 0.03 if cold else 0.0, "liveness": 0.02, "decision": 0.04,
+               "endtxn": 1.0, "confirm": 1.5, "mark_done": 0.002, "cleanup": 0.001,
+               "commit": visible - 0.01, "markers": 0.01, "visible": visible,
+               "confirm_passes": 12, "marker_scans": 0}
+        return {"tasks": 1000, "partitions": 8, "lanes": 16, "cold": cold,
+                "runs": [run, run, run], "loads": [3.0, 4.5], "floor": floor}
+
+    floor = [{"endtxn": 0.9, "markers": 1.6, "visible": 2.5, "load": 3.5},
+             {"endtxn": 1.1, "markers": 1.4, "visible": 2.5, "load": 4.0}]
+    env = {"when": "2026-11-29 00:10 UTC", "command": "python -m benchmarks.scale --floor",
+           "broker": "Apache Kafka 4.4.0, 3 nodes", "cores": 2,
+           "records": "2 × 100 B per task per partition",
+           "uptime at start": "load average: 0.5", "uptime at end": "load average: 3.0"}
+    table = published.scale_run({"env": env, "cells": [
+        cell(False, 2.6, floor[:1]), cell(True, 2.7, floor[1:]),
+        {**cell(False, 9.9, []), "lanes": 1}]})  # one connection per broker: not shown
+    assert table["columns"] == published.SCALE_COLUMNS
+    assert table["rows"] == [
+        ["eoskafka, a later batch (connections kept)", "0", "20", "40", "1,000",
+         "1,500 (12 passes, 0 scans)", "3", "**2,590**", "10", "**2,600**", "3.0–4.5"],
+        ["eoskafka, a query's first batch", "30", "20", "40", "1,000",
+         "1,500 (12 passes, 0 scans)", "3", "**2,690**", "10", "**2,700**", "3.0–4.5"],
+        ["the brokers' floor: the bare EndTxn round, no eoskafka protocol", "–", "–", "–",
+         "1,000", "–", "–", "**1,000**", "1,500", "**2,500**", "3.5–4.0"],
+        ["eoskafka over the floor (a later batch)", "0", "20", "40", "+0",
+         "+0 (against the floor's markers)", "3", "", "", "**+100** (1.04×)", ""]]
+    assert all(len(row) == len(table["columns"]) for row in table["rows"])
+    assert table["command"] == env["command"] and "(2 repetitions)" in table["workload"]
+    assert table["machine"].startswith("2 cores, load 3.0–4.5 (1 min) at the commits")

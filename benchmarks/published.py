@@ -200,7 +200,8 @@ def scale_run(run: dict[str, Any], tasks: int = 1000, partitions: int = 8) -> di
              and c["lanes"] > 1]
     warm = next(c for c in cells if not c["cold"])
     first = next((c for c in cells if c["cold"]), None)
-    floor = [f for c in cells for f in c.get("floor", [])]
+    every_floor = [f for c in cells for f in c.get("floor", [])]
+    floor = [f for f in every_floor if f.get("lanes", warm["lanes"]) == warm["lanes"]]
 
     def med(cell: dict[str, Any], key: str) -> float:
         """Milliseconds (a count for ``*_passes`` and ``*_scans``)."""
@@ -216,17 +217,27 @@ def scale_run(run: dict[str, Any], tasks: int = 1000, partitions: int = 8) -> di
                 f"**{_ms(med(cell, 'commit'))}**", _ms(med(cell, "markers")),
                 f"**{_ms(med(cell, 'visible'))}**", _loads(cell["loads"])]
 
+    def floor_row(label: str, runs: list[dict[str, float]]) -> list[str]:
+        endtxn = _ms(_median([f["endtxn"] for f in runs]) * 1000)
+        return [label, "–", "–", "–", endtxn, "–", "–", f"**{endtxn}**",
+                _ms(_median([f["markers"] for f in runs]) * 1000),
+                f"**{_ms(_median([f['visible'] for f in runs]) * 1000)}**",
+                _loads([f["load"] for f in runs])]
+
     rows = [eos_row("eoskafka, a later batch (connections kept)", warm)]
     if first is not None:
         rows.append(eos_row("eoskafka, a query's first batch", first))
     if floor:
+        rows.append(floor_row("the brokers' floor: the bare EndTxn round, no eoskafka "
+                              "protocol", floor))
+    for cap in sorted({f["lanes"] for f in every_floor if f not in floor}):
+        other = [f for f in every_floor if f.get("lanes") == cap]
+        rows.append(floor_row(f"the brokers' floor over ≤ {cap} connections per broker "
+                              f"({len(other)} repetitions)", other))
+    if floor:
         f_endtxn = _median([f["endtxn"] for f in floor]) * 1000
         f_markers = _median([f["markers"] for f in floor]) * 1000
         f_visible = _median([f["visible"] for f in floor]) * 1000
-        rows.append(["the brokers' floor: the bare EndTxn round, no eoskafka protocol",
-                     "–", "–", "–", _ms(f_endtxn), "–", "–", f"**{_ms(f_endtxn)}**",
-                     _ms(f_markers), f"**{_ms(f_visible)}**",
-                     _loads([f["load"] for f in floor])])
         own = med(warm, "visible") - f_visible
         rows.append(["eoskafka over the floor (a later batch)",
                      _ms(med(warm, "lookup")), _ms(med(warm, "liveness")),

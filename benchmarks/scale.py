@@ -114,9 +114,15 @@ class Cell:
     def median(self, key: str) -> float:
         return statistics.median(run.get(key, 0.0) for run in self.runs)
 
-    def floor_median(self, key: str) -> float:
-        return statistics.median(run.get(key, 0.0) for run in self.floor) if self.floor \
-            else float("nan")
+    def floor_runs(self, lanes: int | None = None) -> list[dict[str, float]]:
+        """The floor's repetitions over ``lanes`` connections per broker (default: the
+        cell's own cap)."""
+        want = self.lanes if lanes is None else lanes
+        return [run for run in self.floor if run.get("lanes", self.lanes) == want]
+
+    def floor_median(self, key: str, lanes: int | None = None) -> float:
+        runs = self.floor_runs(lanes)
+        return statistics.median(run.get(key, 0.0) for run in runs) if runs else float("nan")
 
 
 def load() -> float:
@@ -256,9 +262,10 @@ def floor_commit(wire: KafkaWire, handoffs: list[TxnHandoff]) -> float:
 
 def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: int,
              lanes: int = spread.MAX_LANES, *, cold: bool = False, floor: bool = False,
-             profile: Path | None = None) -> Cell:
+             floor_lanes: tuple[int, ...] = (), profile: Path | None = None) -> Cell:
     """``floor``: each repetition also measures the brokers' floor (:func:`floor_commit`) on
-    N more transactions; ``profile``: the driver's commits' CPU profile (cProfile) there."""
+    N more transactions, over the cell's connections per broker and each of
+    ``floor_lanes``; ``profile``: the driver's commits' CPU profile (cProfile) there."""
     cell = Cell(tasks, partitions, lanes, cold)
     sink = EosSink(cfg, f"scale{tasks}x{partitions}", TXN_TIMEOUT_MS)
     default_lanes, spread.MAX_LANES = spread.MAX_LANES, lanes
@@ -297,8 +304,13 @@ def run_cell(cfg: ClientConfig, topic: str, tasks: int, partitions: int, reps: i
                       f"prepared in {cell.prep_s[-1]:.1f} s, load {cell.loads[-1]:.1f}",
                       flush=True)
                 sink.driver.prepare(new_run=False)
-                if floor:
-                    cell.floor.append(run_floor(sink, wire, topic, tasks, partitions, leaders))
+                for cap in (lanes, *floor_lanes) if floor else ():
+                    spread.MAX_LANES = cap
+                    try:
+                        cell.floor.append(run_floor(sink, wire, topic, tasks, partitions,
+                                                    leaders))
+                    finally:
+                        spread.MAX_LANES = lanes
     finally:
         spread.MAX_LANES = default_lanes
         sink.close()
@@ -360,9 +372,11 @@ def run_floor(sink: EosSink, wire: KafkaWire, topic: str, tasks: int, partitions
                                   for tp, end in before.items()})
     markers = time.perf_counter() - committed
     print(f"  {tasks:>5} tasks × {partitions:>2} partitions, the brokers' floor (bare EndTxn "
-          f"round): EndTxn {endtxn * 1000:7.1f} ms, markers land {markers * 1000:7.1f} ms, "
+          f"round, ≤ {spread.MAX_LANES} connections per broker): EndTxn "
+          f"{endtxn * 1000:7.1f} ms, markers land {markers * 1000:7.1f} ms, "
           f"visible {(endtxn + markers) * 1000:7.1f} ms; load {now:.1f}", flush=True)
-    return {"endtxn": endtxn, "markers": markers, "visible": endtxn + markers, "load": now}
+    return {"endtxn": endtxn, "markers": markers, "visible": endtxn + markers, "load": now,
+            "lanes": spread.MAX_LANES}
 
 
 def table(cells: list[Cell]) -> list[str]:
@@ -388,13 +402,14 @@ def table(cells: list[Cell]) -> list[str]:
             f"{ms(c.median('mark_done') + c.median('cleanup'))} | **{ms(commit)}**{target} | "
             f"{ms(c.median('markers'))} | **{ms(c.median('visible'))}** | "
             f"{ms(c.init_ids_s)} | {statistics.median(c.prep_s):.1f} s | {nodes} |")
-        if c.floor:
+        for cap in sorted({int(f.get("lanes", c.lanes)) for f in c.floor}):
             lines.append(
                 f"| {c.tasks:,} × {c.partitions}: the brokers' floor (bare EndTxn round, "
-                f"{len(c.floor)} repetitions) | {f'≤ {c.lanes}' if c.lanes > 1 else 1} | "
-                f"{c.tasks * c.partitions:,} | – | – | – | {ms(c.floor_median('endtxn'))} | – | "
-                f"– | **{ms(c.floor_median('endtxn'))}** | {ms(c.floor_median('markers'))} | "
-                f"**{ms(c.floor_median('visible'))}** | – | – | – |")
+                f"{len(c.floor_runs(cap))} repetitions) | ≤ {cap} | "
+                f"{c.tasks * c.partitions:,} | – | – | – | {ms(c.floor_median('endtxn', cap))} "
+                f"| – | – | **{ms(c.floor_median('endtxn', cap))}** | "
+                f"{ms(c.floor_median('markers', cap))} | "
+                f"**{ms(c.floor_median('visible', cap))}** | – | – | – |")
     return lines
 
 
@@ -467,6 +482,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor", action="store_true",
                         help="beside every repetition of the warm cells, the brokers' floor: "
                              "as many more transactions committed by the bare EndTxn round")
+    parser.add_argument("--floor-lanes", default="",
+                        help="comma-separated connection caps per broker the floor is also "
+                             "measured with, on the warm cells (is the driver's cap the "
+                             "brokers' best?)")
     parser.add_argument("--profile", type=Path, default=None,
                         help="write cProfile stats (the calling thread's CPU time) of every "
                              "driver commit to PATH.<rep>.prof (a later cell's overwrite an "
@@ -525,6 +544,9 @@ def main(argv: list[str] | None = None) -> int:
                         cells.append(run_cell(cfg, topics[partitions], tasks, partitions, n,
                                               lanes=cap, cold=cold,
                                               floor=args.floor,
+                                              floor_lanes=() if cold else tuple(
+                                                  int(n) for n in args.floor_lanes.split(",")
+                                                  if n),
                                               profile=args.profile))
                         save(args.out, cells, {**env, "uptime now": uptime()})
     env["uptime at end"] = uptime()

@@ -96,13 +96,14 @@ def test_scale_table_shows_the_commit_beside_the_brokers_floor() -> None:
                 "runs": [run, run, run], "loads": [3.0, 4.5], "floor": floor}
 
     floor = [{"endtxn": 0.9, "markers": 1.6, "visible": 2.5, "load": 3.5},
-             {"endtxn": 1.1, "markers": 1.4, "visible": 2.5, "load": 4.0}]
+             {"endtxn": 1.1, "markers": 1.4, "visible": 2.5, "load": 4.0, "lanes": 16},
+             {"endtxn": 1.2, "markers": 1.5, "visible": 2.7, "load": 4.1, "lanes": 48}]
     env = {"when": "2026-11-29 00:10 UTC", "command": "python -m benchmarks.scale --floor",
            "broker": "Apache Kafka 4.4.0, 3 nodes", "cores": 2,
            "records": "2 × 100 B per task per partition",
            "uptime at start": "load average: 0.5", "uptime at end": "load average: 3.0"}
     table = published.scale_run({"env": env, "cells": [
-        cell(False, 2.6, floor[:1]), cell(True, 2.7, floor[1:]),
+        cell(False, 2.6, floor[:1] + floor[2:]), cell(True, 2.7, floor[1:2]),
         {**cell(False, 9.9, []), "lanes": 1}]})  # one connection per broker: not shown
     assert table["columns"] == published.SCALE_COLUMNS
     assert table["rows"] == [
@@ -112,6 +113,8 @@ def test_scale_table_shows_the_commit_beside_the_brokers_floor() -> None:
          "1,500 (12 passes, 0 scans)", "3", "**2,690**", "10", "**2,700**", "3.0–4.5"],
         ["the brokers' floor: the bare EndTxn round, no eoskafka protocol", "–", "–", "–",
          "1,000", "–", "–", "**1,000**", "1,500", "**2,500**", "3.5–4.0"],
+        ["the brokers' floor over ≤ 48 connections per broker (1 repetitions)", "–", "–",
+         "–", "1,200", "–", "–", "**1,200**", "1,500", "**2,700**", "4.1–4.1"],
         ["eoskafka over the floor (a later batch)", "0", "20", "40", "+0",
          "+0 (against the floor's markers)", "3", "", "", "**+100** (1.04×)", ""]]
     assert all(len(row) == len(table["columns"]) for row in table["rows"])

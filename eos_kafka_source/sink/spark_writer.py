@@ -31,6 +31,7 @@ from pyspark.sql.types import StructType
 
 from ..errors import TransactionLostError
 from ..formats.plans import WritePlan
+from ..gcpause import freeze_imports
 from ..options import SinkOptions
 from ..timings import Phases
 from ..wire import KafkaWire, ProducerIdentity, end_txns, find_coordinator, require_topics
@@ -88,6 +89,9 @@ class _Writer:
     """What batch and streaming writers share: options, ids, task side."""
 
     def __init__(self, options: dict[str, str], schema: StructType, *, streaming: bool) -> None:
+        # On the driver's planning and commit workers: their collection after each call
+        # skips the modules (gcpause.py).
+        freeze_imports()
         self.options = dict(options)
         self.sink = SinkOptions.parse(self.options)
         formats = self.sink.formats
@@ -188,6 +192,8 @@ class _Writer:
         # planning and commit workers (each new worker imports it again) do not need.
         from .task.dead_letters import routed
         from .task.writer import TaskWriter
+
+        freeze_imports()  # the worker's collection after this task skips the modules
 
         spark = _task_context()
         context = dataclasses.replace(

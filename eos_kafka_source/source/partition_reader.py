@@ -27,6 +27,7 @@ from pyspark.sql.datasource import InputPartition
 
 from ..errors import ConnectionDroppedError, DataLossError, KafkaProtocolError, TopicNotFoundError
 from ..faults import fault_point
+from ..gcpause import freeze_imports
 from ..records import BatchHeader, ColumnBuilder
 from ..records.decode import arrow_schema
 from ..timings import Phases
@@ -54,6 +55,7 @@ def read_input(partition: InputPartition, schema: Any) -> Iterator[pa.RecordBatc
         parts = (partition,)
     else:
         return iter(())  # Spark's placeholder when there is nothing to read
+    freeze_imports()  # the worker's collection after this task skips the modules
     arrow = arrow_schema_of(schema)
     payload = parts[0].payload
     leaders: Leaders = {}  # one Metadata answers the task's ranges

@@ -24,6 +24,7 @@ from ..common import charts
 from . import floor
 from .phases import modelled_latency, phase_medians, phase_table
 from .probe import percentiles
+from .timeline import timeline_medians, timeline_table
 
 BASE = "built-in at-least-once"
 EXACTLY = "eoskafka exactly-once"
@@ -105,6 +106,7 @@ def summarise(run: dict[str, Any], step: dict[str, Any], timings: list[dict[str,
         "modelled_p50_p99": modelled_latency(batches),
         "phase_ms": phase_medians(batches, hooks, commits, tasks, reads, src_latest,
                                   planning),
+        "timeline_ms": timeline_medians(batches, mine),
     }
 
 
@@ -170,7 +172,8 @@ def tables(rows: list[dict[str, Any]], waves: int = 2) -> list[str]:
                    f"{r['batches']} | {_ms(r['p50'])} | {_ms(r['p99'])} | {_ms(r['max'])} | "
                    f"{'' if ratio != ratio else f'{ratio:.2f}×'} | {target} | {met} | "
                    f"{r['load']} |")
-    out += ["", *floors, *phase_table(rows_by_floor), "## Where the time goes", "",
+    out += ["", *floors, *phase_table(rows_by_floor), *timeline_table(rows_by_floor),
+            "## Where the time goes", "",
             "Share of the batches' time (triggerExecution) by phase; idle: share of the "
             "step's wall time with no batch running (waiting for the trigger).", "",
             "| trigger | rate | variant | batch ms | rows/batch | plan | read + write (tasks) | "

@@ -53,3 +53,33 @@ def test_modelled_latency_of_back_to_back_batches() -> None:
     p50, p99 = modelled_latency(batches)
     assert 295 <= p50 <= 305 and 394 <= p99 <= 400
     assert modelled_latency(batches[:1]) == [pytest.approx(float("nan"), nan_ok=True)] * 2
+
+
+def test_timeline_places_tasks_and_hooks_on_their_batch() -> None:
+    """Milestones in ms from the batch's start, from the timing lines that ended in it; the
+    floor's kinds count as eoskafka's, the commit worker's streamWriter() is not planning."""
+    from benchmarks.latency.timeline import batch_milestones, timeline_medians, timeline_table
+
+    batch = {"start": 1000.0, "rows": 1, "ms": {"triggerExecution": 250, "addBatch": 150,
+                                                 "commitOffsets": 50}}
+    lines = [
+        {"kind": "stream_writer", "worker": "planning", "end": 1000.070, "total": 0.010},
+        {"kind": "task", "end": 1000.170, "total": 0.080},
+        {"kind": "floor_task", "end": 1000.160, "total": 0.060},
+        {"kind": "source_read", "end": 1000.150, "total": 0.010},
+        {"kind": "stream_writer", "end": 1000.180, "total": 0.001},  # the commit worker's
+        {"kind": "commit_hook", "end": 1000.195, "total": 0.015},
+        {"kind": "task", "end": 1000.400, "total": 0.080},  # the next batch's
+    ]
+    got = batch_milestones(batch, lines)
+    assert got["addBatch starts"] == pytest.approx(50)
+    assert got["sink streamWriter() (planning) starts"] == pytest.approx(60)
+    assert got["first writing task starts"] == pytest.approx(90)
+    assert got["first reading task starts"] == pytest.approx(140)
+    assert got["last writing task ends"] == pytest.approx(170)
+    assert got["sink commit() starts"] == pytest.approx(180)
+    assert got["commitOffsets starts"] == 200 and got["batch ends"] == 250
+    rows = [{"trigger": "default", "rate": 2000, "variant": "eoskafka",
+             "timeline_ms": timeline_medians([batch], lines)}]
+    table = "\n".join(timeline_table(rows))
+    assert "| first reading task starts | 140 |" in table

@@ -132,6 +132,7 @@ class FloorReader(DataSourceStreamReader):
         return {"n": _rows_at(self.started, self.rate)}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        _timed("floor_partitions", time.perf_counter())
         lo, hi = start["n"], end["n"]
         step = max(1, -(-(hi - lo) // self.parts))
         return [_Range(a, min(a + step, hi)) for a in range(lo, hi, step)] or [_Range(lo, lo)]
@@ -201,7 +202,14 @@ class FloorSource(DataSource):
                            int(self.options.get("partitions", PARTITIONS)))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> FloorWriter:  # noqa: N802
+        started = time.perf_counter()
         _freeze_imports()  # the planning and the commit worker
+        frame, commit_worker = sys._getframe(1), False
+        while frame is not None and not commit_worker:  # as eoskafka's sink tells them apart
+            commit_worker = frame.f_globals.get("__name__", "").endswith(
+                "python_streaming_sink_runner")
+            frame = frame.f_back  # type: ignore[assignment]
+        _timed("floor_stream_writer", started, worker="commit" if commit_worker else "planning")
         return FloorWriter()
 
 

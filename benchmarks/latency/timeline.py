@@ -13,10 +13,12 @@ import statistics
 from typing import Any
 
 #: The floor's timing kinds, as eoskafka's (benchmarks/latency/floor.py).
-_SAME_AS = {"floor_task": "task", "floor_read": "source_read", "floor_commit": "commit_hook"}
+_SAME_AS = {"floor_task": "task", "floor_read": "source_read", "floor_commit": "commit_hook",
+            "floor_stream_writer": "stream_writer", "floor_partitions": "source_partitions"}
 #: (label, what): ``what`` is (kind, "start" | "end", min | max) or a Spark phase boundary.
 MILESTONES: tuple[str, ...] = (
-    "addBatch starts", "sink streamWriter() (planning) starts", "first writing task starts",
+    "addBatch starts", "source partitions() called", "sink streamWriter() (planning) starts",
+    "sink streamWriter() (planning) ends", "first writing task starts",
     "first reading task starts", "last reading task ends", "last writing task ends",
     "sink commit() starts", "sink commit() ends", "commitOffsets starts", "batch ends")
 
@@ -49,7 +51,9 @@ def batch_milestones(batch: dict[str, Any], lines: list[dict[str, Any]]
         if spans.get(kind):
             got[label] = pick(s[edge] for s in spans[kind])
 
+    put("source partitions() called", "source_partitions", 0, min)
     put("sink streamWriter() (planning) starts", "stream_writer", 0, min)
+    put("sink streamWriter() (planning) ends", "stream_writer", 1, min)
     put("first writing task starts", "task", 0, min)
     put("first reading task starts", "source_read", 0, min)
     put("last reading task ends", "source_read", 1, max)

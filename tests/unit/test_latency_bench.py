@@ -63,6 +63,7 @@ def test_timeline_places_tasks_and_hooks_on_their_batch() -> None:
     batch = {"start": 1000.0, "rows": 1, "ms": {"triggerExecution": 250, "addBatch": 150,
                                                  "commitOffsets": 50}}
     lines = [
+        {"kind": "floor_partitions", "end": 1000.055, "total": 0.0},
         {"kind": "stream_writer", "worker": "planning", "end": 1000.070, "total": 0.010},
         {"kind": "task", "end": 1000.170, "total": 0.080},
         {"kind": "floor_task", "end": 1000.160, "total": 0.060},
@@ -73,7 +74,9 @@ def test_timeline_places_tasks_and_hooks_on_their_batch() -> None:
     ]
     got = batch_milestones(batch, lines)
     assert got["addBatch starts"] == pytest.approx(50)
+    assert got["source partitions() called"] == pytest.approx(55)
     assert got["sink streamWriter() (planning) starts"] == pytest.approx(60)
+    assert got["sink streamWriter() (planning) ends"] == pytest.approx(70)
     assert got["first writing task starts"] == pytest.approx(90)
     assert got["first reading task starts"] == pytest.approx(140)
     assert got["last writing task ends"] == pytest.approx(170)

@@ -9,9 +9,9 @@ records' header parser). A *stop* is a run of consecutive calls at one place. Ea
 site (caller's module, function and line; callee's module and function) counts once, so a
 loop over batches does not repeat the path. Left out: calls made while a module is
 imported, and calls into the ground floor that every layer uses (``errors``, ``timings``,
-``acls``, ``logs``, ``kafka_codes``) or a fault point (``faults``, a no-op outside the fault
-tests). A *climb* is a stop in a higher layer (``.importlinter``) than the one before it,
-such as the visibility filter calling back into the partition reader.
+``gcpause``, ``acls``, ``logs``, ``kafka_codes``) or a fault point (``faults``, a no-op
+outside the fault tests). A *climb* is a stop in a higher layer (``.importlinter``) than
+the one before it, such as the visibility filter calling back into the partition reader.
 
 Calibration: the method gives, on the code before the read became one module (160a9ec:
 the stream reader's ``read_input``, timings in the sink), 20 stops in 8 modules with 7
@@ -41,7 +41,7 @@ from tests.kafka_helpers import TxnWriter, create_topic
 PACKAGE, SOURCE = "eos_kafka_source", "eos_kafka_source.source."
 MAX_STOPS = 20
 #: Used by every layer, not a step of the read (``faults``: test-only fault points).
-GROUND = {"errors", "timings", "acls", "logs", "kafka_codes", "_version", "faults"}
+GROUND = {"errors", "timings", "gcpause", "acls", "logs", "kafka_codes", "_version", "faults"}
 #: ``.importlinter``'s layers of the package, and of the source, top first.
 LAYERS = ["demo", "cli", "datasource", "source sink", "options",
           "formats offsets visibility wire", "client records", "apicurio",

@@ -4,7 +4,9 @@ Spark checks."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,7 +17,7 @@ from eos_kafka_source.records import encode_batch, iter_batches
 from eos_kafka_source.records.decode import arrow_schema
 from eos_kafka_source.source import partition_reader as pr
 from eos_kafka_source.source.partitions import KafkaInputPartition
-from eos_kafka_source.wire import Bounds, TopicInfo, retry
+from eos_kafka_source.wire import Bounds, TopicInfo, known, retry
 from tests.fakes.wire import FakeWire
 
 #: The module that opens the read's cursors, imported by name: ``wire.fetch`` is also a function.
@@ -60,7 +62,8 @@ class FakeLog:
 
 
 @pytest.fixture
-def log(monkeypatch) -> FakeLog:
+def log(monkeypatch) -> Iterator[FakeLog]:
+    known.forget_all()  # leaders another test's wires learned are not this test's
     fake = FakeLog([[0, 1], [5, 6], [9]])  # offsets 2-4 and 7-8 compacted away
     monkeypatch.setattr(pr, "KafkaWire", FakeWire.for_config)
     monkeypatch.setattr(pr, "fetch_metadata", lambda _w, topics: {"t": TopicInfo("t", {0: 1})})
@@ -68,7 +71,8 @@ def log(monkeypatch) -> FakeLog:
     monkeypatch.setattr(pr, "fetch_bounds",
                         lambda _w, leaders, hints=None: {tp: Bounds(fake.log_start, 10, 10)
                                                          for tp in leaders})
-    return fake
+    yield fake
+    known.forget_all()
 
 
 def part(start: int, end: int, **kw: object) -> KafkaInputPartition:
@@ -180,3 +184,30 @@ def test_a_lost_leader_past_the_deadline_ends_the_read(log, monkeypatch) -> None
     with pytest.raises(ConnectionDroppedError, match="gone"):
         offsets(expired)
     assert sleeps == []
+
+
+def test_a_leader_this_worker_learned_needs_no_metadata_until_it_is_lost(log, monkeypatch
+                                                                         ) -> None:
+    """The leader an earlier task's Metadata named (wire/known.py) starts the read with no
+    Metadata request; when it answers NOT_LEADER_OR_FOLLOWER, Metadata is asked and the
+    read goes on where it was."""
+    asked: list[list[str]] = []
+
+    def metadata(_w, topics):
+        asked.append(topics)
+        return {"t": TopicInfo("t", {0: 2})}
+
+    @contextlib.contextmanager
+    def wire(config):
+        yield FakeWire.for_config(config)  # knows every broker's address
+
+    monkeypatch.setattr(pr, "kept_wire", wire)
+    monkeypatch.setattr(pr, "fetch_metadata", metadata)
+    monkeypatch.setattr(retry.time, "sleep", lambda _s: None)
+    known.TOPICS.put(ClientConfig(("fake:9092",)), "t", TopicInfo("t", {0: 1}))
+    assert offsets(part(0, 10)) == [0, 1, 5, 6, 9]
+    assert asked == []
+    monkeypatch.setattr(cursors, "LogCursor", _dropping(log, [
+        for_code(Code.NOT_LEADER_OR_FOLLOWER)("Fetch t-0")]))
+    assert offsets(part(0, 10)) == [0, 1, 5, 6, 9]
+    assert asked == [["t"]]

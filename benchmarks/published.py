@@ -229,7 +229,8 @@ def scale_run(run: dict[str, Any], tasks: int = 1000, partitions: int = 8) -> di
         rows.append(eos_row("eoskafka, a query's first batch", first))
     if floor:
         rows.append(floor_row("the brokers' floor: the bare EndTxn round, no eoskafka "
-                              "protocol", floor))
+                              f"protocol, ≤ {warm['lanes']} connections per broker as "
+                              f"eoskafka ({len(floor)} repetitions)", floor))
     for cap in sorted({f["lanes"] for f in every_floor if f not in floor}):
         other = [f for f in every_floor if f.get("lanes") == cap]
         rows.append(floor_row(f"the brokers' floor over ≤ {cap} connections per broker "

@@ -273,15 +273,10 @@ def scale_run(run: dict[str, Any], tasks: int = 1000, partitions: int = 8) -> di
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["formats"]:
-        out = ROOT / "benchmarks" / "formats" / "current.json"
-        table = formats_run(json.loads(Path(argv[1]).read_text()))
-        out.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n")
-        print(f"written: {out}; now python -m benchmarks.published --write")
-        return
-    if argv[:1] == ["scale"]:
-        out = ROOT / "benchmarks" / "scale" / "current.json"
-        table = scale_run(json.loads(Path(argv[1]).read_text()))
+    one_run = {"formats": formats_run, "scale": scale_run}
+    if argv[:1] and argv[0] in one_run:
+        out = ROOT / "benchmarks" / argv[0] / "current.json"
+        table = one_run[argv[0]](json.loads(Path(argv[1]).read_text()))
         out.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n")
         print(f"written: {out}; now python -m benchmarks.published --write")
         return

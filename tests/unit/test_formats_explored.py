@@ -14,6 +14,7 @@ from eos_kafka_source.formats import json_schema, protobuf
 from eos_kafka_source.formats.avro_types import check_names
 from eos_kafka_source.formats.schemas import AVRO, FAILFAST, JSON, PROTOBUF, RegisteredSchema
 from tests.formats.explorer import known, run
+from tests.formats.explorer.avro_evolve import features as evolution_features
 from tests.formats.explorer.cases import Case, OneSchema
 from tests.formats.explorer.values import dumps, loads, same
 
@@ -203,3 +204,16 @@ def test_evolved_avro_reader_schemas_define_each_name_once() -> None:
                 evolved += n
                 check_names([schema], RegisteredSchema(1, AVRO, json.dumps(schema)))
     assert evolved > 50
+
+
+@pytest.mark.parametrize(("reader", "tagged"), [
+    ("string", True),
+    (["null", "string"], True),  # promoted, then made nullable (explorer seed 20261129, case 20)
+    (["null", "bytes", "string"], False),  # the bytes branch matches first: no promotion
+    ("bytes", False),
+])
+def test_bytes_read_as_string_is_tagged_through_a_nullable_reader(reader: object,
+                                                                  tagged: bool) -> None:
+    writer = {"type": "record", "name": "R1", "fields": [{"name": "f0", "type": "bytes"}]}
+    evolved = {"type": "record", "name": "R1", "fields": [{"name": "f0", "type": reader}]}
+    assert ("bytes-as-string" in evolution_features(writer, evolved)) is tagged

@@ -81,6 +81,14 @@ def features(writer: dict[str, Any], reader: dict[str, Any]) -> set[str]:
     for f in reader["fields"]:
         names = [f["name"], *f.get("aliases", ())]
         before = next((written[n] for n in names if n in written), None)
-        if before == "bytes" and f["type"] == "string":
+        if before == "bytes" and _reads_string(f["type"]):
             found.add("bytes-as-string")
     return found
+
+
+def _reads_string(reader_type: Any) -> bool:
+    """A writer's bytes resolve to this reader type's string: the string itself, or a union
+    with a string branch and no bytes branch (a promoted field later made nullable)."""
+    if isinstance(reader_type, list):
+        return "string" in reader_type and "bytes" not in reader_type
+    return bool(reader_type == "string")

@@ -138,16 +138,6 @@ def read_partition(part: KafkaInputPartition, schema: pa.Schema | None = None,
         yield from builder.arrow_batches(read.visible(wire), part.end, BATCH_ROWS)
 
 
-def _known_leader(wire: KafkaWire, tp: tuple[str, int]) -> int | None:
-    """``tp``'s leader as this process's wires last learned it, if this wire knows where
-    that broker is; None: ask Metadata."""
-    info = wire.known_topic(tp[0])
-    node = None if info is None else info.leaders.get(tp[1])
-    if node is None or node < 0 or wire.client.cluster.broker_metadata(node) is None:
-        return None
-    return int(node)
-
-
 class _RangeRead:
     """Where the read of one range stands, and what it does when the log moves under it:
     a leader that moved or died, offsets deleted by retention, a partition deleted."""
@@ -192,14 +182,14 @@ class _RangeRead:
 
     def _leader(self, wire: KafkaWire) -> int:
         """The partition's leader: the one the task knows, else the one this worker's last
-        Metadata answer named (``wire.known_topic``: each batch's tasks asked Metadata
+        Metadata answer named (``wire.known_leader``: each batch's tasks asked Metadata
         again), else from a Metadata request (always after a lost leader: the one known may
         be it). A leader that moved answers the Fetch with NOT_LEADER_OR_FOLLOWER, and the
         read looks it up again (:meth:`_look_again`): a stale hint costs a round trip."""
         if self.leader is None:
             self.leader = self.leaders.get(self.tp) if self.lost is None else None
             if self.leader is None and self.lost is None:
-                self.leader = _known_leader(wire, self.tp)
+                self.leader = wire.known_leader(*self.tp)
             if self.leader is None:
                 info = fetch_metadata(wire, [self.part.topic])
                 self.leader = leader_of(info, self.tp)

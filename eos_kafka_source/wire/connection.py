@@ -232,6 +232,15 @@ class KafkaWire:
         lately for ``topic``, or None."""
         return known.TOPICS.get(self.config, topic)
 
+    def known_leader(self, topic: str, partition: int) -> int | None:
+        """``topic``-``partition``'s leader as a wire of this configuration last learned it
+        (:meth:`known_topic`), if this wire knows where that broker is; None: ask Metadata."""
+        info = self.known_topic(topic)
+        node = None if info is None else info.leaders.get(partition)
+        if node is None or node < 0 or self.client.cluster.broker_metadata(node) is None:
+            return None
+        return int(node)
+
     def learn_topic(self, topic: str, info: Any) -> None:
         known.TOPICS.put(self.config, topic, info)
 

@@ -339,6 +339,7 @@ class FakeWire:
     learn_coordinator = KafkaWire.learn_coordinator
     forget_coordinator = KafkaWire.forget_coordinator
     known_topic = KafkaWire.known_topic
+    known_leader = KafkaWire.known_leader
     learn_topic = KafkaWire.learn_topic
     forget_topic = KafkaWire.forget_topic
 

@@ -57,10 +57,9 @@ def confirm(wire: KafkaWire, report: FinishReport, *, deadline_s: float) -> None
         if not handoff.open:
             done.append(handoff)
             continue
-        found = [fast.get(p) for p in places] if places is not None else [None]
-        if None not in found:
-            verdict = True if False not in found else _verdict(
-                report, handoff, list(zip(places or (), found, strict=True)))
+        found = [(p, fast.get(p)) for p in places or ()]
+        if places is not None and all(commit is not None for _, commit in found):
+            verdict = _verdict(report, handoff, found)
         else:
             verdict = _from_markers(wire, report, handoff, deadline)
         if verdict:
